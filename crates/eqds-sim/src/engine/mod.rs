@@ -1,0 +1,32 @@
+//! The discrete-event engine: a deterministic event queue and the events it carries.
+//!
+//! Everything that happens in a run is an [`Event`] popped from one [`EventQueue`] in
+//! time order; events at the same picosecond are processed in the order they were
+//! scheduled. Together with one seeded generator per run ([`SimRng`]) this makes every
+//! run exactly reproducible.
+
+mod event_queue;
+
+pub use event_queue::EventQueue;
+
+use crate::ids::{EndpointId, FlowId, PacketId, PortId};
+
+/// The run's only source of randomness. ChaCha8 is portable and its stream is stable
+/// across platforms and crate versions, which byte-identical outputs require.
+pub type SimRng = rand_chacha::ChaCha8Rng;
+
+/// One thing that happens at one instant. Kept small and `Copy`: the queue moves
+/// millions of these per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The port finished serialising a packet and has more waiting.
+    TxDone { port: PortId },
+    /// A packet reaches the far end of the link behind `port`.
+    Arrive { port: PortId, pkt: PacketId },
+    /// A transport endpoint's timer may be due (see `transport::timers`).
+    Timer { endpoint: EndpointId },
+    /// A flow of the workload starts.
+    FlowStart { flow: FlowId },
+    /// Periodic sampling for one of the time-series outputs.
+    Sample { series: u8 },
+}

@@ -1,0 +1,73 @@
+//! Flows: what the workload asks for, and what the transports report back.
+
+use crate::ids::{EndpointId, HostId};
+use crate::scenario::Protocol;
+use crate::units::Time;
+
+/// A flow the workload wants: `size` bytes from `src` to `dst` from `start` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowSpec {
+    pub src: HostId,
+    pub dst: HostId,
+    /// Bytes to deliver; `None` sends for ever (until the run stops).
+    pub size: Option<u64>,
+    pub start: Time,
+    /// Transport protocol of the flow.
+    pub protocol: Protocol,
+    /// Index of the workload that made it (the scenario's `workload` list).
+    pub origin: u16,
+}
+
+/// A flow's record: its spec plus every counter the outputs report.
+#[derive(Clone, Debug)]
+pub struct FlowRecord {
+    pub spec: FlowSpec,
+    pub sender: EndpointId,
+    pub receiver: EndpointId,
+    /// When the receiver held every byte.
+    pub end: Option<Time>,
+    /// Payload bytes delivered in order to the receiver.
+    pub delivered: u64,
+    /// `delivered` when the warm-up period ended (for steady-state throughput).
+    pub delivered_at_warmup: u64,
+    /// `delivered` at the last time-series sample.
+    pub delivered_at_sample: u64,
+    /// Data packets sent again.
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub rtt_samples: u64,
+    pub rtt_sum: Time,
+    pub rtt_min: Time,
+    pub rtt_max: Time,
+}
+
+impl FlowRecord {
+    pub fn new(spec: FlowSpec, sender: EndpointId, receiver: EndpointId) -> Self {
+        FlowRecord {
+            spec,
+            sender,
+            receiver,
+            end: None,
+            delivered: 0,
+            delivered_at_warmup: 0,
+            delivered_at_sample: 0,
+            retransmits: 0,
+            timeouts: 0,
+            rtt_samples: 0,
+            rtt_sum: 0,
+            rtt_min: Time::MAX,
+            rtt_max: 0,
+        }
+    }
+
+    pub fn record_rtt(&mut self, rtt: Time) {
+        self.rtt_samples += 1;
+        self.rtt_sum += rtt;
+        self.rtt_min = self.rtt_min.min(rtt);
+        self.rtt_max = self.rtt_max.max(rtt);
+    }
+
+    pub fn fct(&self) -> Option<Time> {
+        self.end.map(|e| e - self.spec.start)
+    }
+}

@@ -1,0 +1,25 @@
+//! Small integer handles into the simulator's arenas.
+//!
+//! Components refer to each other by index, never by pointer: a packet is a
+//! `PacketId` into the packet slab, a port a `PortId` into the network's port table.
+
+/// Index of a host (0..hosts). Hosts are numbered so that each switch reaches a
+/// contiguous range of them downwards; routing relies on it.
+pub type HostId = u32;
+/// Index of a switch.
+pub type SwitchId = u32;
+/// Index of an output port (host NIC or switch port).
+pub type PortId = u32;
+/// Handle of a packet in the packet slab.
+pub type PacketId = u32;
+/// Index of a flow in the flow table.
+pub type FlowId = u32;
+/// Index of a transport endpoint.
+pub type EndpointId = u32;
+
+/// A node at the end of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Node {
+    Host(HostId),
+    Switch(SwitchId),
+}

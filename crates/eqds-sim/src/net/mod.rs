@@ -1,0 +1,206 @@
+//! The network model: packets, ports with their queue disciplines, switches, and the
+//! topologies that wire them together.
+
+pub mod packet;
+pub mod port;
+pub mod queue;
+pub mod switch;
+pub mod topology;
+
+use crate::ids::{HostId, Node, PortId, SwitchId};
+use port::Port;
+use queue::QueueSpec;
+use switch::{LoadBalancing, Switch};
+
+/// Rate and latency of one link (both directions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkSpec {
+    pub rate_bps: u64,
+    pub latency: crate::units::Time,
+}
+
+/// All ports and switches of a run, in arenas. Host `h`'s NIC is port `h`.
+pub struct Network {
+    pub ports: Vec<Port>,
+    pub switches: Vec<Switch>,
+    pub n_hosts: u32,
+    pub load_balancing: LoadBalancing,
+    /// Names of the tiers that `Port::tier` indexes (e.g. "host_up", "tor_up").
+    pub tier_names: Vec<&'static str>,
+    /// Hosts under each ToR (leaf), for "exclude same rack" workloads.
+    pub hosts_per_rack: u32,
+}
+
+impl Network {
+    /// The NIC port of a host.
+    #[inline]
+    pub fn host_port(&self, host: HostId) -> PortId {
+        host
+    }
+
+    /// The rack (ToR) a host sits under.
+    pub fn rack_of(&self, host: HostId) -> u32 {
+        host / self.hosts_per_rack
+    }
+
+    /// Link rate of a host's NIC.
+    pub fn host_rate(&self, host: HostId) -> u64 {
+        self.ports[host as usize].rate_bps
+    }
+}
+
+/// Assembles a [`Network`]: hosts first (so host `h` owns port `h`), then switches,
+/// each with its down ports followed by its up ports, then links between them.
+pub struct NetworkBuilder {
+    net: Network,
+    host_queue: QueueSpec,
+    switch_queue: QueueSpec,
+    /// Forwarding latency added to links that end at a switch.
+    switch_latency: crate::units::Time,
+    next_salt: Box<dyn FnMut() -> u32>,
+}
+
+const UNCONNECTED: Node = Node::Host(u32::MAX);
+
+impl NetworkBuilder {
+    pub fn new(
+        n_hosts: u32,
+        host_queue: QueueSpec,
+        switch_queue: QueueSpec,
+        switch_latency: crate::units::Time,
+        load_balancing: LoadBalancing,
+        next_salt: Box<dyn FnMut() -> u32>,
+    ) -> Self {
+        let mut b = NetworkBuilder {
+            net: Network {
+                ports: Vec::new(),
+                switches: Vec::new(),
+                n_hosts,
+                load_balancing,
+                tier_names: Vec::new(),
+                hosts_per_rack: 1,
+            },
+            host_queue,
+            switch_queue,
+            switch_latency,
+            next_salt,
+        };
+        for h in 0..n_hosts {
+            let q = b.host_queue.build();
+            b.push_port(Node::Host(h), q);
+        }
+        b
+    }
+
+    fn push_port(&mut self, owner: Node, queue: Box<dyn queue::QueueDiscipline>) -> PortId {
+        self.net.ports.push(Port {
+            rate_bps: 1,
+            latency: 0,
+            owner,
+            peer: UNCONNECTED,
+            tier: 0,
+            queue,
+            busy_until: 0,
+            tx_done_pending: false,
+            stats: Default::default(),
+        });
+        (self.net.ports.len() - 1) as PortId
+    }
+
+    /// Index of a tier name, registering it on first use.
+    fn tier(&mut self, name: &'static str) -> u8 {
+        if let Some(i) = self.net.tier_names.iter().position(|n| *n == name) {
+            return i as u8;
+        }
+        self.net.tier_names.push(name);
+        (self.net.tier_names.len() - 1) as u8
+    }
+
+    /// Adds a switch reaching hosts `lo..lo + n_down * span` downwards.
+    pub fn switch(
+        &mut self,
+        lo: HostId,
+        n_down: u32,
+        span: u32,
+        n_up: u32,
+        path_divisor: u32,
+    ) -> SwitchId {
+        let id = self.net.switches.len() as SwitchId;
+        let first_down = self.net.ports.len() as PortId;
+        for _ in 0..n_down + n_up {
+            let q = self.switch_queue.build();
+            self.push_port(Node::Switch(id), q);
+        }
+        let salt = (self.next_salt)();
+        self.net.switches.push(Switch {
+            first_down,
+            n_down,
+            first_up: first_down + n_down,
+            n_up,
+            lo,
+            hi: lo + n_down * span,
+            span,
+            path_divisor: path_divisor.max(1),
+            salt,
+        });
+        id
+    }
+
+    /// Port `i` going down from switch `sw`.
+    pub fn down_port(&self, sw: SwitchId, i: u32) -> PortId {
+        let s = &self.net.switches[sw as usize];
+        debug_assert!(i < s.n_down);
+        s.first_down + i
+    }
+
+    /// Port `i` going up from switch `sw`.
+    pub fn up_port(&self, sw: SwitchId, i: u32) -> PortId {
+        let s = &self.net.switches[sw as usize];
+        debug_assert!(i < s.n_up);
+        s.first_up + i
+    }
+
+    /// Connects port `a` and port `b` with a full-duplex link.
+    pub fn link(
+        &mut self,
+        a: PortId,
+        b: PortId,
+        spec: LinkSpec,
+        tier_ab: &'static str,
+        tier_ba: &'static str,
+    ) {
+        let (ta, tb) = (self.tier(tier_ab), self.tier(tier_ba));
+        let (owner_a, owner_b) = (
+            self.net.ports[a as usize].owner,
+            self.net.ports[b as usize].owner,
+        );
+        let latency_to = |n: Node| {
+            spec.latency
+                + if matches!(n, Node::Switch(_)) {
+                    self.switch_latency
+                } else {
+                    0
+                }
+        };
+        let (lat_ab, lat_ba) = (latency_to(owner_b), latency_to(owner_a));
+        let pa = &mut self.net.ports[a as usize];
+        pa.peer = owner_b;
+        pa.rate_bps = spec.rate_bps;
+        pa.latency = lat_ab;
+        pa.tier = ta;
+        let pb = &mut self.net.ports[b as usize];
+        pb.peer = owner_a;
+        pb.rate_bps = spec.rate_bps;
+        pb.latency = lat_ba;
+        pb.tier = tb;
+    }
+
+    pub fn finish(mut self, hosts_per_rack: u32) -> Network {
+        debug_assert!(
+            self.net.ports.iter().all(|p| p.peer != UNCONNECTED),
+            "a port was left unconnected"
+        );
+        self.net.hosts_per_rack = hosts_per_rack.max(1);
+        self.net
+    }
+}

@@ -1,0 +1,147 @@
+//! Packets and the slab they live in.
+//!
+//! A packet is created once by a transport, travels through ports and switches as a
+//! 4-byte [`PacketId`], and is freed by whoever consumes it (the receiving endpoint, or
+//! a queue that drops it). Freed slots are reused, so a run in steady state allocates
+//! no memory per packet.
+
+use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::units::Time;
+
+/// What a packet is, as far as the network and transports need to know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum PacketKind {
+    #[default]
+    Data,
+    Ack,
+}
+
+/// Bit flags carried in [`Packet::flags`].
+pub mod flags {
+    /// ECN-capable transport (ECT(0)).
+    pub const ECT: u8 = 1 << 0;
+    /// Congestion experienced, set by a marking queue on an ECT packet.
+    pub const CE: u8 = 1 << 1;
+    /// The sender retransmitted this packet.
+    pub const RETRANSMIT: u8 = 1 << 2;
+}
+
+/// One packet in flight. Fields that a kind does not use stay zero.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Packet {
+    pub src: HostId,
+    pub dst: HostId,
+    /// Flow the packet belongs to (for statistics).
+    pub flow: FlowId,
+    /// Endpoint at `dst` that consumes the packet.
+    pub dst_endpoint: EndpointId,
+    /// Bytes on the wire, headers included.
+    pub size: u32,
+    /// Input to the switches' load balancing: a per-flow hash for ECMP, or the
+    /// sender-chosen path id for spraying.
+    pub entropy: u32,
+    /// Data: first payload byte. Unused for pure ACKs.
+    pub seq: u64,
+    /// ACK: next byte expected (cumulative).
+    pub ack: u64,
+    /// Time the sender sent it (data), or the echoed send time (ACK).
+    pub timestamp: Time,
+    /// Payload bytes carried (data).
+    pub payload: u32,
+    /// ACK: payload bytes that arrived CE-marked since the previous ACK (accurate ECN).
+    pub ce_bytes: u32,
+    pub kind: PacketKind,
+    pub flags: u8,
+    /// Priority class for strict-priority queues (0 is served first).
+    pub class: u8,
+}
+
+impl Packet {
+    #[inline]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// Owner of every live packet.
+#[derive(Default)]
+pub struct PacketSlab {
+    slots: Vec<Packet>,
+    free: Vec<PacketId>,
+    live: u32,
+    /// Most packets alive at once (sizing aid, reported in the summary).
+    peak: u32,
+}
+
+impl PacketSlab {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn alloc(&mut self, pkt: Packet) -> PacketId {
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+        if let Some(id) = self.free.pop() {
+            self.slots[id as usize] = pkt;
+            id
+        } else {
+            self.slots.push(pkt);
+            (self.slots.len() - 1) as PacketId
+        }
+    }
+
+    #[inline]
+    pub fn free(&mut self, id: PacketId) {
+        debug_assert!(self.live > 0);
+        self.live -= 1;
+        self.free.push(id);
+    }
+
+    #[inline]
+    pub fn get(&self, id: PacketId) -> &Packet {
+        &self.slots[id as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
+        &mut self.slots[id as usize]
+    }
+
+    pub fn live(&self) -> u32 {
+        self.live
+    }
+
+    pub fn peak(&self) -> u32 {
+        self.peak
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_reused() {
+        let mut slab = PacketSlab::new();
+        let a = slab.alloc(Packet {
+            size: 1,
+            ..Default::default()
+        });
+        let b = slab.alloc(Packet {
+            size: 2,
+            ..Default::default()
+        });
+        slab.free(a);
+        let c = slab.alloc(Packet {
+            size: 3,
+            ..Default::default()
+        });
+        assert_eq!(c, a);
+        assert_eq!(slab.get(b).size, 2);
+        assert_eq!(slab.get(c).size, 3);
+        assert_eq!(slab.live(), 2);
+        assert_eq!(slab.peak(), 2);
+    }
+}

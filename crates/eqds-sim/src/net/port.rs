@@ -1,0 +1,99 @@
+//! An output port: a queue discipline in front of a transmitter on one link direction.
+//!
+//! Serialisation is exact: a packet of `b` bytes occupies the transmitter for
+//! `b * 8 / rate` and reaches the far end `latency` after its last bit leaves. A
+//! `TxDone` event is scheduled only when a packet is waiting behind the one on the
+//! wire, so ports that never queue cost one event per packet (its arrival).
+
+use super::queue::{PortStats, QueueCtx, QueueDiscipline, Verdict};
+use crate::engine::{Event, EventQueue, SimRng};
+use crate::ids::{Node, PacketId, PortId};
+use crate::net::packet::PacketSlab;
+use crate::units::{serialisation_time, Time};
+
+pub struct Port {
+    /// Transmit rate in bits per second.
+    pub rate_bps: u64,
+    /// Propagation latency of the link plus the forwarding latency of the switch at
+    /// the far end (an output-queued switch adds it before the output queue).
+    pub latency: Time,
+    /// Who transmits on this port.
+    pub owner: Node,
+    /// Who receives what this port transmits.
+    pub peer: Node,
+    /// Topology tier of this link direction (index into `Network::tier_names`).
+    pub tier: u8,
+    pub queue: Box<dyn QueueDiscipline>,
+    /// When the transmitter finishes the packet now on the wire.
+    pub busy_until: Time,
+    /// A `TxDone` event for this port is in the event queue.
+    pub tx_done_pending: bool,
+    pub stats: PortStats,
+}
+
+/// Borrowed pieces of the world a port needs to move a packet.
+pub struct PortCtx<'a> {
+    pub now: Time,
+    pub events: &'a mut EventQueue,
+    pub pkts: &'a mut PacketSlab,
+    pub rng: &'a mut SimRng,
+}
+
+impl Port {
+    /// Offers a packet to this port. A refused packet is freed and counted.
+    pub fn enqueue(&mut self, id: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        let mut qctx = QueueCtx {
+            pkts: ctx.pkts,
+            rng: ctx.rng,
+            stats: &mut self.stats,
+        };
+        match self.queue.enqueue(pkt, &mut qctx) {
+            Verdict::Dropped => {
+                self.stats.drops += 1;
+                self.stats.dropped_bytes += ctx.pkts.get(pkt).size as u64;
+                ctx.pkts.free(pkt);
+                return;
+            }
+            Verdict::Queued => {}
+        }
+        if self.tx_done_pending {
+            return;
+        }
+        if self.busy_until <= ctx.now {
+            self.start_next(id, ctx);
+        } else {
+            self.stats.max_backlog_bytes =
+                self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
+            ctx.events.push(self.busy_until, Event::TxDone { port: id });
+            self.tx_done_pending = true;
+        }
+    }
+
+    /// The transmitter became free and a packet may be waiting.
+    pub fn on_tx_done(&mut self, id: PortId, ctx: &mut PortCtx) {
+        self.tx_done_pending = false;
+        self.start_next(id, ctx);
+    }
+
+    /// Puts the next waiting packet on the wire, scheduling its arrival and, if more
+    /// are waiting, the end of its serialisation.
+    fn start_next(&mut self, id: PortId, ctx: &mut PortCtx) {
+        let Some(pkt) = self.queue.dequeue(ctx.pkts) else {
+            return;
+        };
+        let size = ctx.pkts.get(pkt).size;
+        self.busy_until = ctx.now + serialisation_time(size, self.rate_bps);
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += size as u64;
+        ctx.events.push(
+            self.busy_until + self.latency,
+            Event::Arrive { port: id, pkt },
+        );
+        if self.queue.backlog_packets() > 0 {
+            self.stats.max_backlog_bytes =
+                self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
+            ctx.events.push(self.busy_until, Event::TxDone { port: id });
+            self.tx_done_pending = true;
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Queue disciplines: what a port does with packets waiting for its transmitter.
+//!
+//! A discipline decides, on arrival, whether a packet is queued (possibly marked) or
+//! dropped, and on each transmit opportunity which packet goes next. The packet being
+//! serialised has already left the discipline: limits count waiting packets only, as
+//! a Linux qdisc does (htsim counts the one on the wire too, so its N-packet queue is
+//! our N-1).
+
+mod drop_tail;
+mod fifo;
+mod red;
+mod spec;
+mod strict_priority;
+
+pub use drop_tail::DropTail;
+pub use fifo::Fifo;
+pub use red::Red;
+pub use spec::{Limit, QueueSpec};
+pub use strict_priority::StrictPriority;
+
+use crate::engine::SimRng;
+use crate::ids::PacketId;
+use crate::net::packet::PacketSlab;
+
+/// What the port and its discipline count. All counters are totals over the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortStats {
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub drops: u64,
+    pub dropped_bytes: u64,
+    pub marks: u64,
+    /// Largest backlog seen, in bytes (excluding the packet on the wire).
+    pub max_backlog_bytes: u64,
+}
+
+/// What the discipline needs from its surroundings while admitting a packet.
+pub struct QueueCtx<'a> {
+    pub pkts: &'a mut PacketSlab,
+    pub rng: &'a mut SimRng,
+    pub stats: &'a mut PortStats,
+}
+
+/// The outcome of offering a packet to a discipline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Queued,
+    /// The discipline refused the packet; the caller frees it and counts the drop.
+    Dropped,
+}
+
+/// A port's queueing behaviour. Implementations are small and each lives in its own
+/// file; compose them (e.g. [`StrictPriority`] over per-class disciplines).
+pub trait QueueDiscipline {
+    /// Offers `pkt`; may mark it. Must not free it.
+    fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict;
+    /// Takes the next packet to transmit.
+    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId>;
+    /// Bytes waiting.
+    fn backlog_bytes(&self) -> u64;
+    /// Packets waiting.
+    fn backlog_packets(&self) -> u32;
+}

@@ -1,0 +1,104 @@
+//! RED with ECN marking (Floyd & Jacobson 1993; RFC 3168 for the marking).
+//!
+//! On each arrival the (optionally averaged) backlog is compared with `min` and `max`:
+//! below `min` nothing happens, above `max` the packet is marked with certainty, in
+//! between with a probability rising linearly to `p_max`. ECN-capable packets are
+//! marked CE; others are dropped only if `drop_non_ect` is set, and otherwise face
+//! just the tail limit (the EQDS paper's TCP EQIF: drop-tail for non-ECN, RED/ECN for
+//! ECT). DCTCP's step marking is the special case `min == max == K` on the
+//! instantaneous queue; DCQCN's switch marking (Kmin, Kmax, Pmax) is the general one.
+
+use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
+use crate::ids::PacketId;
+use crate::net::packet::{flags, PacketSlab};
+use rand::Rng;
+
+/// Marking thresholds, all in the unit of `in_packets`.
+#[derive(Clone, Copy, Debug)]
+pub struct RedParams {
+    pub min: u64,
+    pub max: u64,
+    pub p_max: f64,
+    /// Thresholds count packets (true) or bytes (false).
+    pub in_packets: bool,
+    /// EWMA weight of the average queue; 1.0 uses the instantaneous queue.
+    pub weight: f64,
+    pub drop_non_ect: bool,
+}
+
+pub struct Red {
+    fifo: Fifo,
+    limit: Limit,
+    params: RedParams,
+    /// Averaged backlog in the thresholds' unit.
+    avg: f64,
+}
+
+impl Red {
+    pub fn new(limit: Limit, params: RedParams) -> Self {
+        Self {
+            fifo: Fifo::default(),
+            limit,
+            params,
+            avg: 0.0,
+        }
+    }
+
+    /// Probability of marking at the current average backlog.
+    fn mark_probability(&self) -> f64 {
+        let p = &self.params;
+        if self.avg < p.min as f64 {
+            0.0
+        } else if self.avg >= p.max as f64 {
+            1.0
+        } else {
+            p.p_max * (self.avg - p.min as f64) / (p.max - p.min) as f64
+        }
+    }
+}
+
+impl QueueDiscipline for Red {
+    fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict {
+        let size = ctx.pkts.get(pkt).size;
+        if !self.limit.admits(self.fifo.len(), self.fifo.bytes(), size) {
+            return Verdict::Dropped;
+        }
+        let current = if self.params.in_packets {
+            self.fifo.len() as f64
+        } else {
+            self.fifo.bytes() as f64
+        };
+        self.avg = if self.params.weight >= 1.0 {
+            current
+        } else {
+            (1.0 - self.params.weight) * self.avg + self.params.weight * current
+        };
+        let p = self.mark_probability();
+        // Draw only when the outcome is uncertain, so runs with step marking consume
+        // no randomness here.
+        let congested = p >= 1.0 || (p > 0.0 && ctx.rng.random::<f64>() < p);
+        if congested {
+            let packet = ctx.pkts.get_mut(pkt);
+            if packet.has(flags::ECT) {
+                packet.flags |= flags::CE;
+                ctx.stats.marks += 1;
+            } else if self.params.drop_non_ect {
+                return Verdict::Dropped;
+            }
+        }
+        self.fifo.push(pkt, size);
+        Verdict::Queued
+    }
+
+    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId> {
+        self.fifo.pop(|p| pkts.get(p).size)
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.fifo.bytes()
+    }
+
+    fn backlog_packets(&self) -> u32 {
+        self.fifo.len()
+    }
+}

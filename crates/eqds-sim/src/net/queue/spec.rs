@@ -1,0 +1,200 @@
+//! Queue disciplines as written in scenario files, and how they are built.
+
+use super::red::RedParams;
+use super::{DropTail, QueueDiscipline, Red, StrictPriority};
+use crate::units::value::Bytes;
+use serde::Deserialize;
+
+/// How much a queue may hold. With both set, the first one reached applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    pub packets: Option<u32>,
+    pub bytes: Option<u64>,
+}
+
+impl Limit {
+    pub const UNLIMITED: Limit = Limit {
+        packets: None,
+        bytes: None,
+    };
+
+    /// Whether a packet of `size` bytes fits behind `len` packets of `bytes` bytes.
+    #[inline]
+    pub fn admits(&self, len: u32, bytes: u64, size: u32) -> bool {
+        self.packets.is_none_or(|p| len < p) && self.bytes.is_none_or(|b| bytes + size as u64 <= b)
+    }
+}
+
+/// A queue discipline in a scenario file (`kind = "..."` selects the variant).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum QueueSpec {
+    /// Drop arrivals beyond the limit.
+    DropTail {
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+    },
+    /// DCTCP step marking: mark CE when the instantaneous backlog is at least K.
+    Ecn {
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+        k_packets: Option<u32>,
+        k_bytes: Option<Bytes>,
+    },
+    /// RED with ECN marking between `min` and `max` (DCQCN's Kmin/Kmax/Pmax).
+    Red {
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+        min_packets: Option<u32>,
+        max_packets: Option<u32>,
+        min_bytes: Option<Bytes>,
+        max_bytes: Option<Bytes>,
+        p_max: f64,
+        /// EWMA weight of the averaged queue; 1.0 (default) is the instantaneous queue.
+        #[serde(default = "one")]
+        weight: f64,
+        /// Drop (rather than let through) non-ECT packets when RED says "congested".
+        #[serde(default)]
+        drop_non_ect: bool,
+    },
+    /// Strict priority; `classes[0]` is served first. Packets pick a class by `class`.
+    StrictPriority { classes: Vec<QueueSpec> },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn limit(packets: Option<u32>, bytes: Option<Bytes>) -> Limit {
+    Limit {
+        packets,
+        bytes: bytes.map(|b| b.0),
+    }
+}
+
+/// Exactly one of a packets/bytes pair, or an error naming both fields.
+fn one_of(packets: Option<u32>, bytes: Option<Bytes>, name: &str) -> Result<(u64, bool), String> {
+    match (packets, bytes) {
+        (Some(p), None) => Ok((p as u64, true)),
+        (None, Some(b)) => Ok((b.0, false)),
+        (None, None) => Err(format!("needs `{name}_packets` or `{name}_bytes`")),
+        (Some(_), Some(_)) => Err(format!("give `{name}_packets` or `{name}_bytes`, not both")),
+    }
+}
+
+impl QueueSpec {
+    /// Checks the parameters; errors are prefixed by the caller with the field path.
+    pub fn validate(&self) -> Result<(), String> {
+        let check_limit = |p: Option<u32>, b: Option<Bytes>| -> Result<(), String> {
+            if p == Some(0) || b.is_some_and(|b| b.0 == 0) {
+                return Err("a queue limit of 0 would drop every packet".into());
+            }
+            Ok(())
+        };
+        match self {
+            QueueSpec::DropTail {
+                limit_packets,
+                limit_bytes,
+            } => check_limit(*limit_packets, *limit_bytes),
+            QueueSpec::Ecn {
+                limit_packets,
+                limit_bytes,
+                k_packets,
+                k_bytes,
+            } => {
+                check_limit(*limit_packets, *limit_bytes)?;
+                one_of(*k_packets, *k_bytes, "k").map(|_| ())
+            }
+            QueueSpec::Red {
+                limit_packets,
+                limit_bytes,
+                min_packets,
+                max_packets,
+                min_bytes,
+                max_bytes,
+                p_max,
+                weight,
+                ..
+            } => {
+                check_limit(*limit_packets, *limit_bytes)?;
+                let (min, min_pk) = one_of(*min_packets, *min_bytes, "min")?;
+                let (max, max_pk) = one_of(*max_packets, *max_bytes, "max")?;
+                if min_pk != max_pk {
+                    return Err("`min` and `max` must both be in packets or both in bytes".into());
+                }
+                if min > max {
+                    return Err(format!("min ({min}) must not exceed max ({max})"));
+                }
+                if !(0.0..=1.0).contains(p_max) {
+                    return Err(format!("p_max must be within [0, 1], got {p_max}"));
+                }
+                if !(*weight > 0.0 && *weight <= 1.0) {
+                    return Err(format!("weight must be within (0, 1], got {weight}"));
+                }
+                Ok(())
+            }
+            QueueSpec::StrictPriority { classes } => {
+                if classes.is_empty() {
+                    return Err("strict_priority needs at least one entry in `classes`".into());
+                }
+                for (i, c) in classes.iter().enumerate() {
+                    c.validate().map_err(|e| format!("classes[{i}]: {e}"))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Builds the discipline. Call [`validate`](Self::validate) first.
+    pub fn build(&self) -> Box<dyn QueueDiscipline> {
+        match self {
+            QueueSpec::DropTail {
+                limit_packets,
+                limit_bytes,
+            } => Box::new(DropTail::new(limit(*limit_packets, *limit_bytes))),
+            QueueSpec::Ecn {
+                limit_packets,
+                limit_bytes,
+                k_packets,
+                k_bytes,
+            } => {
+                let (k, in_packets) = one_of(*k_packets, *k_bytes, "k").expect("validated");
+                let params = RedParams {
+                    min: k,
+                    max: k,
+                    p_max: 1.0,
+                    in_packets,
+                    weight: 1.0,
+                    drop_non_ect: false,
+                };
+                Box::new(Red::new(limit(*limit_packets, *limit_bytes), params))
+            }
+            QueueSpec::Red {
+                limit_packets,
+                limit_bytes,
+                min_packets,
+                max_packets,
+                min_bytes,
+                max_bytes,
+                p_max,
+                weight,
+                drop_non_ect,
+            } => {
+                let (min, in_packets) = one_of(*min_packets, *min_bytes, "min").expect("validated");
+                let (max, _) = one_of(*max_packets, *max_bytes, "max").expect("validated");
+                let params = RedParams {
+                    min,
+                    max,
+                    p_max: *p_max,
+                    in_packets,
+                    weight: *weight,
+                    drop_non_ect: *drop_non_ect,
+                };
+                Box::new(Red::new(limit(*limit_packets, *limit_bytes), params))
+            }
+            QueueSpec::StrictPriority { classes } => Box::new(StrictPriority::new(
+                classes.iter().map(|c| c.build()).collect(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! Strict priority over per-class disciplines: class 0 is always served first.
+//!
+//! A packet's class is `Packet::class`, clamped to the last class.
+
+use super::{QueueCtx, QueueDiscipline, Verdict};
+use crate::ids::PacketId;
+use crate::net::packet::PacketSlab;
+
+pub struct StrictPriority {
+    classes: Vec<Box<dyn QueueDiscipline>>,
+}
+
+impl StrictPriority {
+    pub fn new(classes: Vec<Box<dyn QueueDiscipline>>) -> Self {
+        assert!(
+            !classes.is_empty(),
+            "strict priority needs at least one class"
+        );
+        Self { classes }
+    }
+}
+
+impl QueueDiscipline for StrictPriority {
+    fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict {
+        let class = (ctx.pkts.get(pkt).class as usize).min(self.classes.len() - 1);
+        self.classes[class].enqueue(pkt, ctx)
+    }
+
+    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId> {
+        self.classes.iter_mut().find_map(|c| c.dequeue(pkts))
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.classes.iter().map(|c| c.backlog_bytes()).sum()
+    }
+
+    fn backlog_packets(&self) -> u32 {
+        self.classes.iter().map(|c| c.backlog_packets()).sum()
+    }
+}

@@ -1,0 +1,190 @@
+//! Topologies as written in scenario files, and their builders.
+//!
+//! Each builder numbers hosts so that every switch reaches a contiguous range of them
+//! (see `net::switch`), which is all that routing needs.
+
+mod dumbbell;
+mod fat_tree;
+mod leaf_spine;
+mod single_switch;
+
+use super::{LinkSpec, Network, NetworkBuilder};
+use crate::units::value::{Duration, Rate};
+use serde::Deserialize;
+
+/// A link in a scenario file: `{ rate = "10Gbps", latency = "1us" }`.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkToml {
+    pub rate: Rate,
+    pub latency: Duration,
+}
+
+impl From<LinkToml> for LinkSpec {
+    fn from(l: LinkToml) -> Self {
+        LinkSpec {
+            rate_bps: l.rate.0,
+            latency: l.latency.0,
+        }
+    }
+}
+
+/// The `[topology]` table (`kind = "..."` selects the variant).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologySpec {
+    /// 3-tier k-ary fat tree: k pods of k/2 ToRs and k/2 aggregation switches,
+    /// (k/2)^2 cores; k/2 hosts per ToR unless `hosts_per_tor` oversubscribes it.
+    FatTree {
+        k: u32,
+        hosts_per_tor: Option<u32>,
+        /// Default for every tier.
+        link: LinkToml,
+        host_link: Option<LinkToml>,
+        tor_agg_link: Option<LinkToml>,
+        agg_core_link: Option<LinkToml>,
+    },
+    /// 2-tier leaf-spine: every leaf connects to every spine.
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: u32,
+        link: LinkToml,
+        host_link: Option<LinkToml>,
+        leaf_spine_link: Option<LinkToml>,
+    },
+    /// N hosts on one switch (incast and switch-model experiments).
+    SingleSwitch { hosts: u32, link: LinkToml },
+    /// Two switches joined by one bottleneck link, `left` and `right` hosts on each.
+    Dumbbell {
+        left: u32,
+        right: u32,
+        link: LinkToml,
+        bottleneck: LinkToml,
+    },
+}
+
+/// Largest network we agree to build (a k=48 fat tree has 27,648 hosts).
+const MAX_HOSTS: u64 = 1 << 22;
+
+impl TopologySpec {
+    pub fn n_hosts(&self) -> u64 {
+        match self {
+            TopologySpec::FatTree {
+                k, hosts_per_tor, ..
+            } => {
+                let half = (*k / 2) as u64;
+                *k as u64 * half * hosts_per_tor.map_or(half, |h| h as u64)
+            }
+            TopologySpec::LeafSpine {
+                leaves,
+                hosts_per_leaf,
+                ..
+            } => *leaves as u64 * *hosts_per_leaf as u64,
+            TopologySpec::SingleSwitch { hosts, .. } => *hosts as u64,
+            TopologySpec::Dumbbell { left, right, .. } => *left as u64 + *right as u64,
+        }
+    }
+
+    /// Checks sizes; the message names the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = |name: &str, v: u32| -> Result<(), String> {
+            if v == 0 {
+                Err(format!("{name}: must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            TopologySpec::FatTree {
+                k, hosts_per_tor, ..
+            } => {
+                if *k < 2 || k % 2 != 0 || *k > 256 {
+                    return Err(format!("k: must be an even number from 2 to 256, got {k}"));
+                }
+                if let Some(h) = hosts_per_tor {
+                    positive("hosts_per_tor", *h)?;
+                }
+            }
+            TopologySpec::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+                ..
+            } => {
+                positive("leaves", *leaves)?;
+                positive("spines", *spines)?;
+                positive("hosts_per_leaf", *hosts_per_leaf)?;
+            }
+            TopologySpec::SingleSwitch { hosts, .. } => {
+                if *hosts < 2 {
+                    return Err(format!(
+                        "hosts: a network needs at least 2 hosts, got {hosts}"
+                    ));
+                }
+            }
+            TopologySpec::Dumbbell { left, right, .. } => {
+                positive("left", *left)?;
+                positive("right", *right)?;
+            }
+        }
+        let n = self.n_hosts();
+        if n < 2 {
+            return Err(format!(
+                "the topology has {n} host(s); at least 2 are needed"
+            ));
+        }
+        if n > MAX_HOSTS {
+            return Err(format!(
+                "the topology has {n} hosts; at most {MAX_HOSTS} are supported"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Builds the network. Call [`validate`](Self::validate) first.
+    pub fn build(&self, builder: impl FnOnce(u32) -> NetworkBuilder) -> Network {
+        let b = builder(self.n_hosts() as u32);
+        match self {
+            TopologySpec::FatTree {
+                k,
+                hosts_per_tor,
+                link,
+                host_link,
+                tor_agg_link,
+                agg_core_link,
+            } => {
+                let links = fat_tree::Links {
+                    host: host_link.unwrap_or(*link).into(),
+                    tor_agg: tor_agg_link.unwrap_or(*link).into(),
+                    agg_core: agg_core_link.unwrap_or(*link).into(),
+                };
+                fat_tree::build(b, *k, hosts_per_tor.unwrap_or(k / 2), links)
+            }
+            TopologySpec::LeafSpine {
+                leaves,
+                spines,
+                hosts_per_leaf,
+                link,
+                host_link,
+                leaf_spine_link,
+            } => leaf_spine::build(
+                b,
+                *leaves,
+                *spines,
+                *hosts_per_leaf,
+                host_link.unwrap_or(*link).into(),
+                leaf_spine_link.unwrap_or(*link).into(),
+            ),
+            TopologySpec::SingleSwitch { hosts, link } => {
+                single_switch::build(b, *hosts, (*link).into())
+            }
+            TopologySpec::Dumbbell {
+                left,
+                right,
+                link,
+                bottleneck,
+            } => dumbbell::build(b, *left, *right, (*link).into(), (*bottleneck).into()),
+        }
+    }
+}

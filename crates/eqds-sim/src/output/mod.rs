@@ -1,0 +1,218 @@
+//! What a run writes: `flows.csv`, `summary.json`, optional `ports.csv` and time
+//! series, and `perf.json` (wall time and memory, kept apart because they differ from
+//! run to run while everything else is byte-identical for the same scenario and seed).
+
+pub mod series;
+mod stats;
+
+pub use stats::{jain_index, percentile};
+
+use crate::flow::FlowRecord;
+use crate::net::Network;
+use crate::scenario::Loaded;
+use crate::sim::RunStats;
+use crate::units::{Time, SEC};
+use serde_json::{json, Value};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// A flow's mean throughput in bits/s: size over FCT for a completed flow, otherwise
+/// bytes delivered since warm-up over the time since warm-up (or since its start).
+pub fn flow_throughput_bps(f: &FlowRecord, warmup: Time, end: Time) -> f64 {
+    if let Some(fct) = f.fct() {
+        return if fct == 0 {
+            0.0
+        } else {
+            f.delivered as f64 * 8.0 * SEC as f64 / fct as f64
+        };
+    }
+    let from = warmup.max(f.spec.start);
+    if end <= from {
+        return 0.0;
+    }
+    (f.delivered - f.delivered_at_warmup) as f64 * 8.0 * SEC as f64 / (end - from) as f64
+}
+
+pub fn write_flows_csv(
+    path: &Path,
+    flows: &[FlowRecord],
+    warmup: Time,
+    end: Time,
+) -> std::io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    writeln!(
+        out,
+        "id,src,dst,protocol,size_bytes,start_ps,end_ps,fct_ps,bytes_delivered,retransmits,timeouts,\
+         rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,mean_throughput_bps"
+    )?;
+    for (id, f) in flows.iter().enumerate() {
+        let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let rtt_mean = (f.rtt_samples > 0).then(|| f.rtt_sum / f.rtt_samples);
+        let rtt_min = (f.rtt_samples > 0).then_some(f.rtt_min);
+        let rtt_max = (f.rtt_samples > 0).then_some(f.rtt_max);
+        writeln!(
+            out,
+            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
+            f.spec.src,
+            f.spec.dst,
+            f.spec.protocol.name(),
+            opt(f.spec.size),
+            f.spec.start,
+            opt(f.end),
+            opt(f.fct()),
+            f.delivered,
+            f.retransmits,
+            f.timeouts,
+            f.rtt_samples,
+            opt(rtt_mean),
+            opt(rtt_min),
+            opt(rtt_max),
+            flow_throughput_bps(f, warmup, end),
+        )?;
+    }
+    out.flush()
+}
+
+pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    writeln!(
+        out,
+        "port,tier,owner,peer,rate_bps,tx_packets,tx_bytes,utilisation,drops,dropped_bytes,marks,max_backlog_bytes"
+    )?;
+    let node = |n: crate::ids::Node| match n {
+        crate::ids::Node::Host(h) => format!("h{h}"),
+        crate::ids::Node::Switch(s) => format!("s{s}"),
+    };
+    for (id, p) in net.ports.iter().enumerate() {
+        let s = &p.stats;
+        writeln!(
+            out,
+            "{id},{},{},{},{},{},{},{:.6},{},{},{},{}",
+            net.tier_names[p.tier as usize],
+            node(p.owner),
+            node(p.peer),
+            p.rate_bps,
+            s.tx_packets,
+            s.tx_bytes,
+            utilisation(s.tx_bytes, p.rate_bps, end),
+            s.drops,
+            s.dropped_bytes,
+            s.marks,
+            s.max_backlog_bytes
+        )?;
+    }
+    out.flush()
+}
+
+fn utilisation(tx_bytes: u64, rate_bps: u64, end: Time) -> f64 {
+    if end == 0 {
+        return 0.0;
+    }
+    tx_bytes as f64 * 8.0 * SEC as f64 / (rate_bps as f64 * end as f64)
+}
+
+/// Percentile summary of a sample (empty object if there are no values).
+fn distribution(mut values: Vec<f64>) -> Value {
+    if values.is_empty() {
+        return json!({ "count": 0 });
+    }
+    values.sort_by(f64::total_cmp);
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    json!({
+        "count": values.len(),
+        "mean": mean,
+        "min": values[0],
+        "p1": percentile(&values, 1.0),
+        "p10": percentile(&values, 10.0),
+        "p50": percentile(&values, 50.0),
+        "p90": percentile(&values, 90.0),
+        "p95": percentile(&values, 95.0),
+        "p99": percentile(&values, 99.0),
+        "max": values[values.len() - 1],
+    })
+}
+
+/// The deterministic run summary.
+pub fn summary(
+    loaded: &Loaded,
+    net: &Network,
+    flows: &[FlowRecord],
+    stats: &RunStats,
+    warmup: Time,
+) -> Value {
+    let end = stats.end_time;
+    let throughputs: Vec<f64> = flows
+        .iter()
+        .filter(|f| f.spec.start < end)
+        .map(|f| flow_throughput_bps(f, warmup, end))
+        .collect();
+    let fractions: Vec<f64> = flows
+        .iter()
+        .filter(|f| f.spec.start < end)
+        .map(|f| {
+            flow_throughput_bps(f, warmup, end)
+                / net.host_rate(f.spec.src).min(net.host_rate(f.spec.dst)) as f64
+        })
+        .collect();
+    let fcts: Vec<f64> = flows
+        .iter()
+        .filter_map(|f| f.fct())
+        .map(|t| t as f64)
+        .collect();
+    let mut tiers = serde_json::Map::new();
+    for (t, name) in net.tier_names.iter().enumerate() {
+        let ports: Vec<_> = net.ports.iter().filter(|p| p.tier as usize == t).collect();
+        let utils: Vec<f64> = ports
+            .iter()
+            .map(|p| utilisation(p.stats.tx_bytes, p.rate_bps, end))
+            .collect();
+        tiers.insert(
+            name.to_string(),
+            json!({
+                "ports": ports.len(),
+                "mean_utilisation": utils.iter().sum::<f64>() / utils.len().max(1) as f64,
+                "max_utilisation": utils.iter().cloned().fold(0.0, f64::max),
+                "tx_bytes": ports.iter().map(|p| p.stats.tx_bytes).sum::<u64>(),
+                "drops": ports.iter().map(|p| p.stats.drops).sum::<u64>(),
+                "marks": ports.iter().map(|p| p.stats.marks).sum::<u64>(),
+                "max_backlog_bytes": ports.iter().map(|p| p.stats.max_backlog_bytes).max().unwrap_or(0),
+            }),
+        );
+    }
+    let sum = |f: fn(&FlowRecord) -> u64| flows.iter().map(f).sum::<u64>();
+    json!({
+        "simulator": concat!("eqds-sim ", env!("CARGO_PKG_VERSION")),
+        "scenario_file": loaded.file,
+        "scenario": loaded.table,
+        "seed": loaded.scenario.seed,
+        "end_time_ps": end,
+        "stop_reason": stats.reason,
+        "warmup_ps": warmup,
+        "flows": {
+            "total": flows.len(),
+            "started": flows.iter().filter(|f| f.spec.start <= end).count(),
+            "completed": flows.iter().filter(|f| f.end.is_some()).count(),
+            "bytes_delivered": sum(|f| f.delivered),
+            "retransmits": sum(|f| f.retransmits),
+            "timeouts": sum(|f| f.timeouts),
+        },
+        "throughput_bps": distribution(throughputs.clone()),
+        "throughput_fraction_of_line_rate": distribution(fractions),
+        "jain_index": jain_index(&throughputs),
+        "fct_ps": distribution(fcts),
+        "links": tiers,
+        "totals": {
+            "drops": net.ports.iter().map(|p| p.stats.drops).sum::<u64>(),
+            "marks": net.ports.iter().map(|p| p.stats.marks).sum::<u64>(),
+            "tx_packets": net.ports.iter().map(|p| p.stats.tx_packets).sum::<u64>(),
+        },
+        "engine": {
+            "events": stats.events,
+            "peak_packets_in_flight": stats.peak_packets,
+            "hosts": net.n_hosts,
+            "switches": net.switches.len(),
+            "ports": net.ports.len(),
+        },
+    })
+}

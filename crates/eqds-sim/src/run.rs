@@ -1,0 +1,78 @@
+//! Running one scenario into an output directory: what the CLI and the tests share.
+
+use crate::output;
+use crate::scenario::Loaded;
+use crate::sim::{RunStats, Simulation};
+use crate::units::Time;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Everything a finished run reports.
+pub struct Outcome {
+    pub stats: RunStats,
+    /// The deterministic summary (also written to `summary.json`).
+    pub summary: Value,
+    pub wall: Duration,
+    /// Peak resident memory of this process, if the OS tells.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl Outcome {
+    pub fn events_per_second(&self) -> f64 {
+        self.stats.events as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Runs `loaded` and writes its outputs into `out_dir` (created if missing).
+pub fn run_to_dir(
+    loaded: &Loaded,
+    out_dir: &Path,
+    progress: &mut dyn FnMut(Time, u64),
+) -> Result<Outcome, String> {
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| format!("cannot create `{}`: {e}", out_dir.display()))?;
+    let io =
+        |what: &str, e: std::io::Error| format!("writing {what} in `{}`: {e}", out_dir.display());
+    let started = Instant::now();
+    let mut sim = Simulation::new(loaded, Some(out_dir))?;
+    let stats = sim.run(progress)?;
+    let wall = started.elapsed();
+    let (net, flows, warmup) = (sim.network(), sim.flows(), sim.warmup());
+    output::write_flows_csv(&out_dir.join("flows.csv"), flows, warmup, stats.end_time)
+        .map_err(|e| io("flows.csv", e))?;
+    if loaded.scenario.output.ports_csv {
+        output::write_ports_csv(&out_dir.join("ports.csv"), net, stats.end_time)
+            .map_err(|e| io("ports.csv", e))?;
+    }
+    let summary = output::summary(loaded, net, flows, &stats, warmup);
+    let text = serde_json::to_string_pretty(&summary).expect("JSON values always serialise");
+    std::fs::write(out_dir.join("summary.json"), text + "\n").map_err(|e| io("summary.json", e))?;
+    let outcome = Outcome {
+        stats,
+        summary,
+        wall,
+        peak_rss_bytes: peak_rss_bytes(),
+    };
+    let perf = json!({
+        "wall_time_s": outcome.wall.as_secs_f64(),
+        "events": outcome.stats.events,
+        "events_per_second": outcome.events_per_second(),
+        "peak_rss_bytes": outcome.peak_rss_bytes,
+        "simulated_time_ps": outcome.stats.end_time,
+    });
+    std::fs::write(
+        out_dir.join("perf.json"),
+        serde_json::to_string_pretty(&perf).expect("valid JSON") + "\n",
+    )
+    .map_err(|e| io("perf.json", e))?;
+    Ok(outcome)
+}
+
+/// Peak resident set size (VmHWM) of this process, on Linux.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

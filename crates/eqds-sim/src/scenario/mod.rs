@@ -1,0 +1,308 @@
+//! Scenario files: the TOML a user writes, its validation, and `--set` overrides.
+//!
+//! A scenario is plain data. Every table denies unknown fields, so a typo is an error
+//! that names the field, not a silently ignored setting. Loading never panics: every
+//! problem comes back as a [`ScenarioError`] naming the file and the field.
+
+mod overrides;
+mod transport;
+
+pub use overrides::apply_override;
+pub use transport::{Protocol, TransportSpec};
+
+use crate::net::queue::QueueSpec;
+use crate::net::switch::LoadBalancing;
+use crate::net::topology::TopologySpec;
+use crate::units::value::Duration;
+use crate::workload::WorkloadSpec;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A problem with a scenario file; the message names the file and the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub message: String,
+}
+
+/// The whole scenario file.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Free-form name, echoed in the summary.
+    pub name: Option<String>,
+    /// Seed of the run's only random generator.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub topology: TopologySpec,
+    #[serde(default)]
+    pub switch: SwitchSpec,
+    #[serde(default)]
+    pub host: HostSpec,
+    #[serde(default)]
+    pub transport: TransportSpec,
+    pub workload: OneOrMany<WorkloadSpec>,
+    pub stop: StopSpec,
+    #[serde(default)]
+    pub output: OutputSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// `[workload]` for one workload or `[[workload]]` for several.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> OneOrMany<T> {
+    pub fn as_slice(&self) -> &[T] {
+        match self {
+            OneOrMany::One(t) => std::slice::from_ref(t),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// `[switch]`: what every switch port does.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    /// Forwarding latency from input to output queue.
+    #[serde(default = "zero")]
+    pub latency: Duration,
+    #[serde(default)]
+    pub load_balancing: LoadBalancing,
+    /// Queue discipline of every switch output port.
+    #[serde(default = "default_switch_queue")]
+    pub queue: QueueSpec,
+}
+
+impl Default for SwitchSpec {
+    fn default() -> Self {
+        SwitchSpec {
+            latency: zero(),
+            load_balancing: LoadBalancing::Ecmp,
+            queue: default_switch_queue(),
+        }
+    }
+}
+
+fn zero() -> Duration {
+    Duration(0)
+}
+
+fn default_switch_queue() -> QueueSpec {
+    QueueSpec::DropTail {
+        limit_packets: Some(100),
+        limit_bytes: None,
+    }
+}
+
+/// `[host]`: the hosts' NIC queues.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// NIC queue (default: drop-tail, 100 packets). A sender whose window outgrows
+    /// its own link loses packets here, as a host whose qdisc overflows would.
+    #[serde(default = "default_host_queue")]
+    pub queue: QueueSpec,
+}
+
+impl Default for HostSpec {
+    fn default() -> Self {
+        HostSpec {
+            queue: default_host_queue(),
+        }
+    }
+}
+
+fn default_host_queue() -> QueueSpec {
+    QueueSpec::DropTail {
+        limit_packets: Some(100),
+        limit_bytes: None,
+    }
+}
+
+/// `[stop]`: when the run ends.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopSpec {
+    /// Simulated time at which the run ends.
+    pub time: Option<Duration>,
+    /// End as soon as every flow has completed (default true).
+    #[serde(default = "yes")]
+    pub when_flows_complete: bool,
+    /// Steady-state throughput of unfinished flows is measured from here to the end.
+    #[serde(default = "zero")]
+    pub warmup: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[output]`: what the run writes besides `flows.csv` and `summary.json`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Per-port counters in `ports.csv`.
+    #[serde(default)]
+    pub ports_csv: bool,
+    /// Queue-occupancy time series in `queues.csv`.
+    pub queue_series: Option<QueueSeriesSpec>,
+    /// Per-flow delivered-throughput time series in `flow_series.csv`.
+    pub flow_series: Option<FlowSeriesSpec>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSeriesSpec {
+    pub interval: Duration,
+    /// Only ports of these tiers (e.g. "tor_down"); all tiers if absent.
+    pub tiers: Option<Vec<String>>,
+    /// Only these port ids; all if absent.
+    pub ports: Option<Vec<u32>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSeriesSpec {
+    pub interval: Duration,
+}
+
+/// A scenario as loaded: the parsed file, the table it came from (echoed in the
+/// summary), and the directory relative paths resolve against.
+pub struct Loaded {
+    pub scenario: Scenario,
+    pub table: toml::Table,
+    pub base_dir: PathBuf,
+    pub file: String,
+}
+
+impl Scenario {
+    /// Reads, overrides (`key=value` strings, as `--set` gives them) and validates a
+    /// scenario file.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Loaded, ScenarioError> {
+        let file = path.display().to_string();
+        let err = |message: String| ScenarioError {
+            file: file.clone(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        let base_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::from_str_with(&text, &file, base_dir, overrides)
+    }
+
+    /// Like [`load`](Self::load) for text already in memory (`file` names it in errors).
+    pub fn from_str_with(
+        text: &str,
+        file: &str,
+        base_dir: PathBuf,
+        overrides: &[String],
+    ) -> Result<Loaded, ScenarioError> {
+        let err = |message: String| ScenarioError {
+            file: file.to_string(),
+            message,
+        };
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| err(e.to_string()))?;
+        for o in overrides {
+            apply_override(&mut table, o).map_err(|e| err(format!("--set {o}: {e}")))?;
+        }
+        // Parse the final text so that type errors carry line numbers as well as paths.
+        let final_text = if overrides.is_empty() {
+            text.to_string()
+        } else {
+            toml::to_string(&table).map_err(|e| err(e.to_string()))?
+        };
+        let de = toml::Deserializer::parse(&final_text).map_err(|e| err(e.to_string()))?;
+        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            if path.is_empty() || path == "." {
+                err(inner)
+            } else {
+                err(format!("field `{path}`: {inner}"))
+            }
+        })?;
+        scenario.validate().map_err(err)?;
+        Ok(Loaded {
+            scenario,
+            table,
+            base_dir,
+            file: file.to_string(),
+        })
+    }
+
+    /// Cross-field checks that serde cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        self.topology
+            .validate()
+            .map_err(|e| format!("topology.{e}"))?;
+        self.switch
+            .queue
+            .validate()
+            .map_err(|e| format!("switch.queue: {e}"))?;
+        self.host
+            .queue
+            .validate()
+            .map_err(|e| format!("host.queue: {e}"))?;
+        self.transport
+            .validate()
+            .map_err(|e| format!("transport.{e}"))?;
+        let n_hosts = self.topology.n_hosts() as u32;
+        let workloads = self.workload.as_slice();
+        if workloads.is_empty() {
+            return Err("workload: at least one workload is needed".into());
+        }
+        for (i, w) in workloads.iter().enumerate() {
+            let name = if workloads.len() == 1 {
+                "workload".to_string()
+            } else {
+                format!("workload[{i}]")
+            };
+            w.validate(n_hosts).map_err(|e| format!("{name}.{e}"))?;
+        }
+        if let Some(Duration(0)) = self.stop.time {
+            return Err("stop.time: must be positive".into());
+        }
+        if self.stop.time.is_none() {
+            if !self.stop.when_flows_complete {
+                return Err("stop: give `time`, or set `when_flows_complete = true`".into());
+            }
+            if let Some(w) = workloads.iter().find(|w| w.is_unbounded()) {
+                return Err(format!(
+                    "stop.time: required because the `{}` workload never finishes on its own",
+                    w.kind_name()
+                ));
+            }
+        }
+        if let Some(t) = self.stop.time {
+            if self.stop.warmup.0 >= t.0 {
+                return Err("stop.warmup: must be shorter than stop.time".into());
+            }
+        }
+        for (name, interval) in [
+            (
+                "output.queue_series.interval",
+                self.output.queue_series.as_ref().map(|q| q.interval),
+            ),
+            (
+                "output.flow_series.interval",
+                self.output.flow_series.as_ref().map(|q| q.interval),
+            ),
+        ] {
+            if interval == Some(Duration(0)) {
+                return Err(format!("{name}: must be positive"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! A run: building the world from a scenario, and the event loop.
+
+mod timers;
+mod world;
+
+pub use world::World;
+
+use crate::engine::{Event, EventQueue, SimRng};
+use crate::flow::{FlowRecord, FlowSpec};
+use crate::ids::{EndpointId, FlowId, Node};
+use crate::net::packet::PacketSlab;
+use crate::net::{Network, NetworkBuilder};
+use crate::output::series::{FlowSeries, QueueSeries};
+use crate::scenario::{Loaded, Protocol, Scenario};
+use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::{Ctx, Endpoint};
+use crate::units::Time;
+use crate::workload::{ClosedLoop, GenCtx};
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+use timers::Timers;
+
+/// Series ids carried by `Event::Sample`.
+const QUEUE_SERIES: u8 = 0;
+const FLOW_SERIES: u8 = 1;
+
+/// Why the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `stop.time` was reached.
+    Time,
+    /// Every flow completed.
+    FlowsComplete,
+    /// Nothing was left to happen.
+    Idle,
+}
+
+/// Builds the network of a scenario; switch hash seeds come from `rng`.
+pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
+    let salts = SimRng::seed_from_u64(rng.random());
+    let mut salts = salts;
+    let sw = &scenario.switch;
+    scenario.topology.build(|n_hosts| {
+        NetworkBuilder::new(
+            n_hosts,
+            scenario.host.queue.clone(),
+            sw.queue.clone(),
+            sw.latency.0,
+            sw.load_balancing,
+            Box::new(move || salts.random()),
+        )
+    })
+}
+
+pub struct Simulation {
+    world: World,
+    endpoints: Vec<Option<Box<dyn Endpoint>>>,
+    /// TCP parameters per protocol (indexed by `Protocol as usize`).
+    tcp: [TcpConfig; 3],
+    /// Closed-loop drivers by workload index.
+    closed_loops: Vec<Option<ClosedLoop>>,
+    stop_time: Time,
+    stop_when_complete: bool,
+    warmup: Time,
+    warmed_up: bool,
+    /// Finite flows not yet complete.
+    unfinished: u64,
+    /// Flows that never end exist (or a closed loop keeps making flows).
+    endless: bool,
+    now: Time,
+    events_processed: u64,
+    queue_series: Option<(Time, QueueSeries)>,
+    flow_series: Option<(Time, FlowSeries)>,
+}
+
+/// What a finished run reports besides its flows and ports.
+#[derive(Clone, Copy, Debug)]
+pub struct RunStats {
+    pub end_time: Time,
+    pub reason: StopReason,
+    pub events: u64,
+    pub peak_packets: u32,
+}
+
+impl Simulation {
+    /// Builds the world: network, workload flows (scheduled), time-series writers in
+    /// `out_dir` if the scenario asks for them.
+    pub fn new(loaded: &Loaded, out_dir: Option<&Path>) -> Result<Self, String> {
+        let sc = &loaded.scenario;
+        let mut rng = SimRng::seed_from_u64(sc.seed);
+        let net = build_network(sc, &mut rng);
+        let stop = sc.stop.time.map(|t| t.0);
+        let mut flows: Vec<FlowSpec> = Vec::new();
+        let mut closed_loops = Vec::new();
+        for (i, w) in sc.workload.as_slice().iter().enumerate() {
+            let name = if sc.workload.as_slice().len() == 1 {
+                "workload".into()
+            } else {
+                format!("workload[{i}]")
+            };
+            let mut ctx = GenCtx {
+                net: &net,
+                rng: &mut rng,
+                stop,
+                base_dir: &loaded.base_dir,
+                protocol: sc.transport.protocol,
+            };
+            let plan = w
+                .generate(&mut ctx)
+                .map_err(|e| format!("{}: {name}.{e}", loaded.file))?;
+            flows.extend(plan.flows.into_iter().map(|f| FlowSpec {
+                origin: i as u16,
+                ..f
+            }));
+            closed_loops.push(plan.closed_loop);
+        }
+        let endless =
+            flows.iter().any(|f| f.size.is_none()) || closed_loops.iter().any(Option::is_some);
+        let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;
+
+        let mut world = World {
+            net,
+            pkts: PacketSlab::new(),
+            events: EventQueue::new(),
+            rng,
+            flows: Vec::with_capacity(flows.len()),
+            timers: Timers::default(),
+            completed: Vec::new(),
+        };
+        for spec in flows {
+            add_flow(&mut world, spec);
+        }
+        let mut queue_series = None;
+        let mut flow_series = None;
+        if let Some(dir) = out_dir {
+            if let Some(q) = &sc.output.queue_series {
+                let series = QueueSeries::create(dir, &world.net, q).map_err(|e| e.to_string())?;
+                world.events.push(
+                    0,
+                    Event::Sample {
+                        series: QUEUE_SERIES,
+                    },
+                );
+                queue_series = Some((q.interval.0, series));
+            }
+            if let Some(f) = &sc.output.flow_series {
+                let series = FlowSeries::create(dir).map_err(|e| e.to_string())?;
+                world.events.push(
+                    f.interval.0,
+                    Event::Sample {
+                        series: FLOW_SERIES,
+                    },
+                );
+                flow_series = Some((f.interval.0, series));
+            }
+        }
+        let t = &sc.transport;
+        Ok(Simulation {
+            world,
+            endpoints: Vec::new(),
+            tcp: [
+                t.tcp_config(Protocol::Newreno),
+                t.tcp_config(Protocol::Cubic),
+                t.tcp_config(Protocol::Dctcp),
+            ],
+            closed_loops,
+            stop_time: stop.unwrap_or(Time::MAX),
+            stop_when_complete: sc.stop.when_flows_complete,
+            warmup: sc.stop.warmup.0,
+            warmed_up: sc.stop.warmup.0 == 0,
+            unfinished,
+            endless,
+            now: 0,
+            events_processed: 0,
+            queue_series,
+            flow_series,
+        })
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.world.net
+    }
+
+    pub fn flows(&self) -> &[FlowRecord] {
+        &self.world.flows
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    pub fn stop_time(&self) -> Time {
+        self.stop_time
+    }
+
+    pub fn warmup(&self) -> Time {
+        self.warmup
+    }
+
+    /// Runs to the end. `progress(now, events)` is called every 65,536 events.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Time, u64)) -> Result<RunStats, String> {
+        let reason = loop {
+            if self.stop_when_complete && !self.endless && self.unfinished == 0 {
+                break StopReason::FlowsComplete;
+            }
+            let Some((t, event)) = self.world.events.pop() else {
+                break StopReason::Idle;
+            };
+            if t > self.stop_time {
+                break StopReason::Time;
+            }
+            if !self.warmed_up && t >= self.warmup {
+                self.warmed_up = true;
+                for f in &mut self.world.flows {
+                    f.delivered_at_warmup = f.delivered;
+                }
+            }
+            self.now = t;
+            self.events_processed += 1;
+            if self.events_processed & 0xffff == 0 {
+                progress(t, self.events_processed);
+            }
+            self.dispatch(t, event)
+                .map_err(|e| format!("writing a time series: {e}"))?;
+            if !self.world.completed.is_empty() {
+                self.on_completions(t);
+            }
+        };
+        let end_time = match reason {
+            StopReason::Time => self.stop_time,
+            _ => self.now,
+        };
+        if !self.warmed_up {
+            // The run ended before warm-up did: measure over nothing rather than lie.
+            for f in &mut self.world.flows {
+                f.delivered_at_warmup = f.delivered;
+            }
+        }
+        self.now = end_time;
+        if let Some((_, s)) = &mut self.queue_series {
+            s.finish().map_err(|e| e.to_string())?;
+        }
+        if let Some((_, s)) = &mut self.flow_series {
+            s.finish().map_err(|e| e.to_string())?;
+        }
+        Ok(RunStats {
+            end_time,
+            reason,
+            events: self.events_processed,
+            peak_packets: self.world.pkts.peak(),
+        })
+    }
+
+    #[inline]
+    fn dispatch(&mut self, now: Time, event: Event) -> std::io::Result<()> {
+        match event {
+            Event::Arrive { port, pkt } => match self.world.net.ports[port as usize].peer {
+                Node::Switch(s) => {
+                    let p = self.world.pkts.get(pkt);
+                    let out = self.world.net.switches[s as usize].route(
+                        p.dst,
+                        p.entropy,
+                        self.world.net.load_balancing,
+                    );
+                    self.world.enqueue(now, out, pkt);
+                }
+                Node::Host(_) => {
+                    let ep = self.world.pkts.get(pkt).dst_endpoint;
+                    match self.endpoints.get_mut(ep as usize).and_then(Option::as_mut) {
+                        Some(endpoint) => {
+                            let mut ctx = Ctx {
+                                now,
+                                me: ep,
+                                world: &mut self.world,
+                            };
+                            endpoint.on_packet(&mut ctx, pkt);
+                        }
+                        // The flow is over; late packets are simply consumed.
+                        None => self.world.pkts.free(pkt),
+                    }
+                }
+            },
+            Event::TxDone { port } => self.world.tx_done(now, port),
+            Event::Timer { endpoint } => {
+                if self
+                    .world
+                    .timers
+                    .fire(endpoint, now, &mut self.world.events)
+                {
+                    if let Some(ep) = self
+                        .endpoints
+                        .get_mut(endpoint as usize)
+                        .and_then(Option::as_mut)
+                    {
+                        ep.on_timer(&mut Ctx {
+                            now,
+                            me: endpoint,
+                            world: &mut self.world,
+                        });
+                    }
+                }
+            }
+            Event::FlowStart { flow } => self.start_flow(now, flow),
+            Event::Sample { series } => self.sample(now, series)?,
+        }
+        Ok(())
+    }
+
+    fn start_flow(&mut self, now: Time, flow: FlowId) {
+        let rec = &self.world.flows[flow as usize];
+        let spec = rec.spec;
+        let (s, r) = (rec.sender, rec.receiver);
+        let cfg = self.tcp[spec.protocol as usize];
+        // A random 5-tuple hash: what ECMP switches see of this flow.
+        let entropy: u32 = self.world.rng.random();
+        let need = r as usize + 1;
+        if self.endpoints.len() < need {
+            self.endpoints.resize_with(need, || None);
+            self.world.timers.grow(need);
+        }
+        self.endpoints[s as usize] = Some(Box::new(TcpSender::new(
+            cfg, flow, spec.src, spec.dst, r, entropy, spec.size,
+        )));
+        self.endpoints[r as usize] = Some(Box::new(TcpReceiver::new(
+            cfg, flow, spec.dst, spec.src, s, entropy, spec.size,
+        )));
+        let sender = self.endpoints[s as usize].as_mut().expect("just created");
+        sender.on_start(&mut Ctx {
+            now,
+            me: s,
+            world: &mut self.world,
+        });
+    }
+
+    fn on_completions(&mut self, now: Time) {
+        let done = std::mem::take(&mut self.world.completed);
+        for flow in done {
+            let rec = &self.world.flows[flow as usize];
+            // Free both ends: late ACKs and timers find no endpoint and are dropped.
+            self.endpoints[rec.sender as usize] = None;
+            self.endpoints[rec.receiver as usize] = None;
+            if rec.spec.size.is_some() {
+                self.unfinished -= 1;
+            }
+            if let Some(driver) = &self.closed_loops[rec.spec.origin as usize] {
+                let next = driver.next(&mut self.world.rng, rec, now);
+                add_flow(&mut self.world, next);
+                self.unfinished += 1;
+            }
+        }
+    }
+
+    fn sample(&mut self, now: Time, series: u8) -> std::io::Result<()> {
+        match series {
+            QUEUE_SERIES => {
+                if let Some((interval, s)) = &mut self.queue_series {
+                    s.sample(now, &self.world.net)?;
+                    self.world
+                        .events
+                        .push(now + *interval, Event::Sample { series });
+                }
+            }
+            _ => {
+                if let Some((interval, s)) = &mut self.flow_series {
+                    s.sample(now, *interval, &mut self.world.flows)?;
+                    self.world
+                        .events
+                        .push(now + *interval, Event::Sample { series });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Records a flow and schedules its start. Endpoint ids are assigned here so that a
+/// flow's pair is known before it starts.
+fn add_flow(world: &mut World, spec: FlowSpec) {
+    let id = world.flows.len() as FlowId;
+    let sender: EndpointId = 2 * id;
+    world.flows.push(FlowRecord::new(spec, sender, sender + 1));
+    world.events.push(spec.start, Event::FlowStart { flow: id });
+}

@@ -1,0 +1,65 @@
+//! Everything a run holds except the endpoints: the network, the packet slab, the
+//! event queue, the generator, the flow table and the timers. Endpoints get `&mut
+//! World` through `transport::Ctx` while the run loop holds the endpoint table.
+
+use super::timers::Timers;
+use crate::engine::{EventQueue, SimRng};
+use crate::flow::FlowRecord;
+use crate::ids::{FlowId, PacketId, PortId};
+use crate::net::packet::{Packet, PacketSlab};
+use crate::net::port::PortCtx;
+use crate::net::Network;
+use crate::units::Time;
+
+pub struct World {
+    pub net: Network,
+    pub pkts: PacketSlab,
+    pub events: EventQueue,
+    pub rng: SimRng,
+    pub flows: Vec<FlowRecord>,
+    pub timers: Timers,
+    /// Flows completed since the run loop last looked.
+    pub completed: Vec<FlowId>,
+}
+
+impl World {
+    /// Puts a new packet on its source host's NIC queue.
+    #[inline]
+    pub fn send_from_host(&mut self, now: Time, pkt: Packet) {
+        let port = self.net.host_port(pkt.src);
+        let id = self.pkts.alloc(pkt);
+        self.enqueue(now, port, id);
+    }
+
+    /// Offers a packet to a port.
+    #[inline]
+    pub fn enqueue(&mut self, now: Time, port: PortId, pkt: PacketId) {
+        let mut ctx = PortCtx {
+            now,
+            events: &mut self.events,
+            pkts: &mut self.pkts,
+            rng: &mut self.rng,
+        };
+        self.net.ports[port as usize].enqueue(port, pkt, &mut ctx);
+    }
+
+    /// The port's transmitter is free again.
+    #[inline]
+    pub fn tx_done(&mut self, now: Time, port: PortId) {
+        let mut ctx = PortCtx {
+            now,
+            events: &mut self.events,
+            pkts: &mut self.pkts,
+            rng: &mut self.rng,
+        };
+        self.net.ports[port as usize].on_tx_done(port, &mut ctx);
+    }
+
+    pub fn complete_flow(&mut self, now: Time, flow: FlowId) {
+        let rec = &mut self.flows[flow as usize];
+        if rec.end.is_none() {
+            rec.end = Some(now);
+            self.completed.push(flow);
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! CUBIC (Ha, Rhee, Xu 2008; RFC 9438).
+//!
+//! After a loss at window `W_max` the window follows `W(t) = C (t - K)^3 + W_max`, with
+//! `K = cbrt(W_max (1 - beta) / C)`, never growing slower than Reno would (the
+//! "TCP-friendly" estimate). C = 0.4 and beta = 0.7 as in the RFC; windows are in MSS
+//! units inside the cubic formula. Floating point is used for the window only; the
+//! clock stays integer.
+
+use super::{AckEvent, CongestionControl};
+use crate::units::{Time, SEC};
+
+const C: f64 = 0.4;
+const BETA: f64 = 0.7;
+
+pub struct Cubic {
+    cwnd: u64,
+    ssthresh: u64,
+    mss: f64,
+    /// Window (in MSS) before the last reduction.
+    w_max: f64,
+    /// Time the current congestion-avoidance epoch began, if one has.
+    epoch_start: Option<Time>,
+    /// Seconds from the epoch start to the plateau at `w_max`.
+    k: f64,
+    /// Reno-equivalent window estimate (in MSS) for the TCP-friendly region.
+    w_est: f64,
+    /// Smallest RTT seen, seconds.
+    min_rtt: f64,
+}
+
+impl Cubic {
+    pub fn new(initial_window: u64, mss: u64) -> Self {
+        Self {
+            cwnd: initial_window,
+            ssthresh: u64::MAX,
+            mss: mss as f64,
+            w_max: 0.0,
+            epoch_start: None,
+            k: 0.0,
+            w_est: 0.0,
+            min_rtt: f64::INFINITY,
+        }
+    }
+
+    fn reduce(&mut self, now: Time) {
+        let w = self.cwnd as f64 / self.mss;
+        // Fast convergence (RFC 9438 §4.7): release bandwidth to newer flows.
+        self.w_max = if w < self.w_max {
+            w * (1.0 + BETA) / 2.0
+        } else {
+            w
+        };
+        self.ssthresh = ((self.cwnd as f64 * BETA) as u64).max(2 * self.mss as u64);
+        self.epoch_start = None;
+        let _ = now;
+    }
+}
+
+impl CongestionControl for Cubic {
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if let Some(rtt) = ack.rtt {
+            self.min_rtt = self.min_rtt.min(rtt as f64 / SEC as f64);
+        }
+        if self.cwnd < self.ssthresh {
+            self.cwnd += ack.acked.min(ack.mss);
+            return;
+        }
+        let cwnd = self.cwnd as f64 / self.mss;
+        let start = *self.epoch_start.get_or_insert_with(|| {
+            if self.w_max < cwnd {
+                self.w_max = cwnd;
+            }
+            self.k = ((self.w_max - cwnd) / C).cbrt();
+            self.w_est = cwnd;
+            ack.now
+        });
+        let rtt = if self.min_rtt.is_finite() {
+            self.min_rtt
+        } else {
+            0.0
+        };
+        let t = (ack.now - start) as f64 / SEC as f64 + rtt;
+        let target = C * (t - self.k).powi(3) + self.w_max;
+        // Reno-friendly estimate grows by alpha per window, alpha = 3(1-beta)/(1+beta).
+        let alpha = 3.0 * (1.0 - BETA) / (1.0 + BETA);
+        self.w_est += alpha * (ack.acked as f64 / self.mss) / cwnd;
+        let next = if target < self.w_est {
+            self.w_est
+        } else {
+            // Grow towards the cubic target, at most by half the window per RTT-worth of ACKs.
+            let target = target.min(1.5 * cwnd);
+            cwnd + (target - cwnd).max(0.0) * (ack.acked as f64 / self.mss) / cwnd
+        };
+        self.cwnd = ((next * self.mss) as u64).max(self.cwnd);
+    }
+
+    fn on_loss(&mut self, now: Time, _flight: u64, _mss: u64) {
+        self.reduce(now);
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_timeout(&mut self, now: Time, _flight: u64, mss: u64) {
+        self.reduce(now);
+        self.cwnd = mss;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::MS;
+
+    #[test]
+    fn recovers_to_w_max_around_k() {
+        let mss = 1000;
+        let mut cc = Cubic::new(100 * mss, mss);
+        cc.ssthresh = 0; // force congestion avoidance
+        cc.on_loss(0, 100 * mss, mss);
+        assert_eq!(cc.window(), 70 * mss);
+        // K = cbrt(100 * 0.3 / 0.4) ~ 4.2 s. Feed a window of ACKs every 10 ms.
+        let mut now = 0;
+        while now < 4 * SEC {
+            now += 10 * MS;
+            let w = cc.window();
+            cc.on_ack(&AckEvent {
+                now,
+                acked: w,
+                ce: 0,
+                rtt: Some(10 * MS),
+                snd_una: 0,
+                snd_nxt: 0,
+                mss,
+            });
+        }
+        let w = cc.window() as f64 / mss as f64;
+        assert!((90.0..=101.0).contains(&w), "window {w} MSS after ~K");
+    }
+}

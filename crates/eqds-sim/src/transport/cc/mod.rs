@@ -1,0 +1,71 @@
+//! Congestion controllers, one per file, all behind [`CongestionControl`].
+//!
+//! The TCP sender owns loss recovery (fast retransmit, NewReno's window inflation,
+//! RTO); a controller only answers "how big may the window be", grows it on ACKs and
+//! shrinks it on congestion signals. Adding an algorithm means adding a file here.
+
+mod cubic;
+mod dctcp;
+mod new_reno;
+
+pub use cubic::Cubic;
+pub use dctcp::Dctcp;
+pub use new_reno::NewReno;
+
+use crate::units::Time;
+
+/// What an ACK that advanced the cumulative point tells the controller.
+#[derive(Clone, Copy, Debug)]
+pub struct AckEvent {
+    pub now: Time,
+    /// Bytes newly acknowledged.
+    pub acked: u64,
+    /// Of those, bytes that arrived CE-marked.
+    pub ce: u64,
+    /// RTT sample carried by this ACK, if any.
+    pub rtt: Option<Time>,
+    /// Cumulative ACK point after this ACK.
+    pub snd_una: u64,
+    /// Next new byte the sender would send.
+    pub snd_nxt: u64,
+    pub mss: u64,
+}
+
+pub trait CongestionControl {
+    /// Congestion window in bytes.
+    fn window(&self) -> u64;
+    /// Slow-start threshold in bytes.
+    fn ssthresh(&self) -> u64;
+    /// An ACK advanced the cumulative point outside loss recovery.
+    fn on_ack(&mut self, ack: &AckEvent);
+    /// Called on every ACK carrying CE echoes, also during recovery (DCTCP reacts to
+    /// marks in every window). The default ignores ECN.
+    fn on_ecn(&mut self, _ack: &AckEvent) {}
+    /// Loss detected by duplicate ACKs: shrink the window (`flight` bytes outstanding).
+    fn on_loss(&mut self, now: Time, flight: u64, mss: u64);
+    /// Retransmission timeout: collapse to the loss window.
+    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64);
+}
+
+/// Which controller a TCP flow uses (the scenario's `transport.protocol`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcKind {
+    NewReno,
+    Cubic,
+    Dctcp,
+}
+
+impl CcKind {
+    pub fn build(self, initial_window: u64, mss: u64, dctcp_g: f64) -> Box<dyn CongestionControl> {
+        match self {
+            CcKind::NewReno => Box::new(NewReno::new(initial_window)),
+            CcKind::Cubic => Box::new(Cubic::new(initial_window, mss)),
+            CcKind::Dctcp => Box::new(Dctcp::new(initial_window, dctcp_g)),
+        }
+    }
+}
+
+/// Halving after loss (RFC 5681, eq. 4): max(flight / 2, 2 MSS).
+pub(crate) fn half_flight(flight: u64, mss: u64) -> u64 {
+    (flight / 2).max(2 * mss)
+}

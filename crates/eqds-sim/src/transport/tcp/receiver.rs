@@ -1,0 +1,167 @@
+//! The TCP receiver: in-order delivery with an out-of-order segment map, cumulative
+//! ACKs, optional delayed ACKs, and accurate echo of CE-marked bytes.
+
+use super::TcpConfig;
+use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::net::packet::{flags, Packet, PacketKind};
+use crate::transport::{Ctx, Endpoint};
+use crate::units::Time;
+use std::collections::VecDeque;
+
+pub struct TcpReceiver {
+    cfg: TcpConfig,
+    flow: FlowId,
+    /// This endpoint's host (the flow's destination).
+    host: HostId,
+    /// The sending host and endpoint.
+    peer_host: HostId,
+    peer: EndpointId,
+    entropy: u32,
+    size: u64,
+    /// Next byte expected in order.
+    rcv_nxt: u64,
+    /// `ooo[i]`: segment `rcv_nxt / mss + i` is buffered. `ooo[0]` is always false.
+    ooo: VecDeque<bool>,
+    /// CE-marked payload bytes not yet echoed.
+    ce_pending: u32,
+    /// Full segments received since the last ACK (delayed ACK).
+    unacked_segments: u32,
+    /// Timestamp to echo in the next ACK.
+    echo: Time,
+    /// Delayed-ACK deadline, if an ACK is being held.
+    ack_deadline: Option<Time>,
+    complete: bool,
+}
+
+impl TcpReceiver {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: TcpConfig,
+        flow: FlowId,
+        host: HostId,
+        peer_host: HostId,
+        peer: EndpointId,
+        entropy: u32,
+        size: Option<u64>,
+    ) -> Self {
+        TcpReceiver {
+            cfg,
+            flow,
+            host,
+            peer_host,
+            peer,
+            entropy,
+            size: size.unwrap_or(u64::MAX),
+            rcv_nxt: 0,
+            ooo: VecDeque::new(),
+            ce_pending: 0,
+            unacked_segments: 0,
+            echo: 0,
+            ack_deadline: None,
+            complete: false,
+        }
+    }
+
+    fn mss(&self) -> u64 {
+        self.cfg.mss as u64
+    }
+
+    fn segment_len(&self, index: u64) -> u64 {
+        self.mss().min(self.size - index * self.mss())
+    }
+
+    /// Records a data segment; returns whether it filled the head of the sequence.
+    fn accept(&mut self, ctx: &mut Ctx, seq: u64) -> bool {
+        let mss = self.mss();
+        if seq < self.rcv_nxt || seq % mss != 0 || seq >= self.size {
+            return false; // duplicate (or not a segment boundary we ever send)
+        }
+        let offset = ((seq - self.rcv_nxt) / mss) as usize;
+        if offset > 0 {
+            if self.ooo.len() <= offset {
+                self.ooo.resize(offset + 1, false);
+            }
+            self.ooo[offset] = true;
+            return false;
+        }
+        // In order: advance over this segment and every buffered one behind it.
+        let before = self.rcv_nxt;
+        loop {
+            let index = self.rcv_nxt / mss;
+            self.rcv_nxt += self.segment_len(index);
+            self.ooo.pop_front();
+            match self.ooo.front() {
+                Some(true) => {}
+                _ => break,
+            }
+        }
+        if let Some(head) = self.ooo.front_mut() {
+            *head = false;
+        }
+        ctx.flow(self.flow).delivered += self.rcv_nxt - before;
+        if self.rcv_nxt >= self.size && !self.complete {
+            self.complete = true;
+            ctx.complete_flow(self.flow);
+        }
+        true
+    }
+
+    fn send_ack(&mut self, ctx: &mut Ctx) {
+        self.unacked_segments = 0;
+        self.ack_deadline = None;
+        ctx.send(Packet {
+            src: self.host,
+            dst: self.peer_host,
+            flow: self.flow,
+            dst_endpoint: self.peer,
+            size: self.cfg.header,
+            entropy: self.entropy,
+            ack: self.rcv_nxt,
+            timestamp: self.echo,
+            ce_bytes: std::mem::take(&mut self.ce_pending),
+            kind: PacketKind::Ack,
+            class: self.cfg.class,
+            ..Default::default()
+        });
+    }
+}
+
+impl Endpoint for TcpReceiver {
+    fn on_start(&mut self, _ctx: &mut Ctx) {}
+
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
+        let p = *ctx.packet(pkt);
+        ctx.free(pkt);
+        if p.kind != PacketKind::Data {
+            return;
+        }
+        if p.has(flags::CE) {
+            self.ce_pending = self.ce_pending.saturating_add(p.payload);
+        }
+        self.echo = p.timestamp;
+        let in_order = self.accept(ctx, p.seq);
+        let Some(delay) = self.cfg.delayed_ack else {
+            self.send_ack(ctx);
+            return;
+        };
+        // Out-of-order, duplicate and hole-filling segments are ACKed at once (RFC 5681
+        // §4.2) so the sender's loss recovery is not slowed down.
+        let hole_filled = in_order && !self.ooo.is_empty();
+        self.unacked_segments += 1;
+        if !in_order || hole_filled || self.complete || self.unacked_segments >= delay.segments {
+            self.send_ack(ctx);
+        } else if self.ack_deadline.is_none() {
+            let at = ctx.now + delay.timeout;
+            self.ack_deadline = Some(at);
+            ctx.set_timer(at);
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx) {
+        if let Some(at) = self.ack_deadline {
+            if at <= ctx.now {
+                self.send_ack(ctx);
+            }
+        }
+    }
+}

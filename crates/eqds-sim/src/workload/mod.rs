@@ -1,0 +1,447 @@
+//! Workloads: which flows a run has, and when they start.
+//!
+//! Most workloads are a list of flows fixed before the run (permutation, incast,
+//! all-to-all, Poisson arrivals, an htsim connection matrix, an explicit list). The
+//! closed loop is the exception: each completion starts the next flow.
+
+mod cdf;
+mod closed_loop;
+mod htsim_cm;
+mod patterns;
+mod poisson;
+
+pub use cdf::FlowSizeCdf;
+pub use closed_loop::ClosedLoop;
+
+use crate::engine::SimRng;
+use crate::flow::FlowSpec;
+use crate::ids::HostId;
+use crate::net::Network;
+use crate::scenario::Protocol;
+use crate::units::value::{Bytes, Duration};
+use crate::units::Time;
+use rand::Rng;
+use serde::Deserialize;
+use std::path::Path;
+
+/// One `[workload]` table (`kind = "..."` selects the variant). Every variant may set
+/// `protocol` to override `transport.protocol` for its flows.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// Every host sends to exactly one other host and receives from exactly one.
+    Permutation {
+        /// Bytes per flow; absent for flows that never end.
+        size: Option<Bytes>,
+        /// Flows start at `start`, or uniformly within `[start, start + start_spread)`.
+        #[serde(default)]
+        start: Duration,
+        #[serde(default)]
+        start_spread: Duration,
+        /// Never pair two hosts under the same ToR.
+        #[serde(default)]
+        exclude_same_rack: bool,
+        protocol: Option<Protocol>,
+    },
+    /// `senders` hosts (chosen at random, or the listed `sender_hosts`) send to `receiver`.
+    Incast {
+        #[serde(default)]
+        receiver: u32,
+        senders: Option<u32>,
+        sender_hosts: Option<Vec<u32>>,
+        size: Option<Bytes>,
+        /// Flows start at `start`, or uniformly within `[start, start + start_spread)`.
+        #[serde(default)]
+        start: Duration,
+        #[serde(default)]
+        start_spread: Duration,
+        protocol: Option<Protocol>,
+    },
+    /// Every one of the first `hosts` hosts (all by default) sends to every other.
+    AllToAll {
+        size: Option<Bytes>,
+        hosts: Option<u32>,
+        /// Flows start at `start`, or uniformly within `[start, start + start_spread)`.
+        #[serde(default)]
+        start: Duration,
+        #[serde(default)]
+        start_spread: Duration,
+        protocol: Option<Protocol>,
+    },
+    /// Each client keeps `concurrency` downloads of `size` bytes from random servers
+    /// running back to back (the EQDS paper's 1 MB storage workload).
+    ClosedLoop {
+        size: Bytes,
+        /// Hosts that download (the first `clients`; all by default).
+        clients: Option<u32>,
+        #[serde(default = "one")]
+        concurrency: u32,
+        /// Pause between a completion and the next request.
+        #[serde(default)]
+        think_time: Duration,
+        /// Flows start at `start`, or uniformly within `[start, start + start_spread)`.
+        #[serde(default)]
+        start: Duration,
+        #[serde(default)]
+        start_spread: Duration,
+        protocol: Option<Protocol>,
+    },
+    /// Open-loop Poisson arrivals at `load` (fraction of the hosts' aggregate link
+    /// rate) between random pairs, sizes drawn from a CDF (a file, or the bundled
+    /// `websearch` / `datamining`).
+    Poisson {
+        load: f64,
+        cdf: String,
+        #[serde(default)]
+        start: Duration,
+        protocol: Option<Protocol>,
+    },
+    /// An htsim connection-matrix file (`Nodes N`, `Connections C`, `a->b ...` lines).
+    Htsim {
+        file: String,
+        protocol: Option<Protocol>,
+    },
+    /// Flows listed one by one.
+    Flows {
+        flows: Vec<FlowEntry>,
+        protocol: Option<Protocol>,
+    },
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// A start time: `start`, or uniform within `[start, start + spread)`.
+fn draw_start(start: Duration, spread: Duration, rng: &mut SimRng) -> Time {
+    if spread.0 == 0 {
+        start.0
+    } else {
+        start.0 + rng.random_range(0..spread.0)
+    }
+}
+
+/// One flow of a `flows` workload.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowEntry {
+    pub src: u32,
+    pub dst: u32,
+    pub size: Option<Bytes>,
+    #[serde(default)]
+    pub start: Duration,
+}
+
+/// What a workload gives the run: flows known up front and, for a closed loop, the
+/// driver that makes the rest.
+pub struct Plan {
+    pub flows: Vec<FlowSpec>,
+    pub closed_loop: Option<ClosedLoop>,
+}
+
+/// What generating a workload may look at.
+pub struct GenCtx<'a> {
+    pub net: &'a Network,
+    pub rng: &'a mut SimRng,
+    /// The run's end, if it has one.
+    pub stop: Option<Time>,
+    /// Directory relative file names resolve against.
+    pub base_dir: &'a Path,
+    /// The scenario's default protocol.
+    pub protocol: Protocol,
+}
+
+fn check_host(field: &str, h: u32, n_hosts: u32) -> Result<(), String> {
+    if h >= n_hosts {
+        Err(format!(
+            "{field}: host {h} does not exist (the topology has hosts 0..{})",
+            n_hosts - 1
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_size(size: Option<Bytes>) -> Result<(), String> {
+    if size == Some(Bytes(0)) {
+        Err("size: must be at least 1 byte (leave it out for a flow that never ends)".into())
+    } else {
+        Ok(())
+    }
+}
+
+impl WorkloadSpec {
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Permutation { .. } => "permutation",
+            WorkloadSpec::Incast { .. } => "incast",
+            WorkloadSpec::AllToAll { .. } => "all_to_all",
+            WorkloadSpec::ClosedLoop { .. } => "closed_loop",
+            WorkloadSpec::Poisson { .. } => "poisson",
+            WorkloadSpec::Htsim { .. } => "htsim",
+            WorkloadSpec::Flows { .. } => "flows",
+        }
+    }
+
+    /// True if the workload never finishes by itself (so the run needs `stop.time`).
+    pub fn is_unbounded(&self) -> bool {
+        match self {
+            WorkloadSpec::Permutation { size, .. }
+            | WorkloadSpec::Incast { size, .. }
+            | WorkloadSpec::AllToAll { size, .. } => size.is_none(),
+            WorkloadSpec::ClosedLoop { .. } | WorkloadSpec::Poisson { .. } => true,
+            WorkloadSpec::Flows { flows, .. } => flows.iter().any(|f| f.size.is_none()),
+            // htsim flows without a size never end; we cannot know before reading it.
+            WorkloadSpec::Htsim { .. } => false,
+        }
+    }
+
+    /// Checks what can be checked without generating; errors start with the field.
+    pub fn validate(&self, n_hosts: u32) -> Result<(), String> {
+        match self {
+            WorkloadSpec::Permutation { size, .. } => check_size(*size),
+            WorkloadSpec::Incast {
+                receiver,
+                senders,
+                sender_hosts,
+                size,
+                ..
+            } => {
+                check_size(*size)?;
+                check_host("receiver", *receiver, n_hosts)?;
+                match (senders, sender_hosts) {
+                    (Some(_), Some(_)) => {
+                        Err("senders: give `senders` or `sender_hosts`, not both".into())
+                    }
+                    (None, None) => {
+                        Err("senders: missing (how many hosts send to the receiver)".into())
+                    }
+                    (Some(n), None) => {
+                        if *n == 0 || *n >= n_hosts {
+                            Err(format!("senders: must be from 1 to {} (hosts other than the receiver), got {n}", n_hosts - 1))
+                        } else {
+                            Ok(())
+                        }
+                    }
+                    (None, Some(list)) => {
+                        if list.is_empty() {
+                            return Err("sender_hosts: must not be empty".into());
+                        }
+                        for (i, &h) in list.iter().enumerate() {
+                            check_host(&format!("sender_hosts[{i}]"), h, n_hosts)?;
+                            if h == *receiver {
+                                return Err(format!("sender_hosts[{i}]: host {h} is the receiver"));
+                            }
+                        }
+                        Ok(())
+                    }
+                }
+            }
+            WorkloadSpec::AllToAll { size, hosts, .. } => {
+                check_size(*size)?;
+                match hosts {
+                    Some(h) if *h < 2 || *h > n_hosts => {
+                        Err(format!("hosts: must be from 2 to {n_hosts}, got {h}"))
+                    }
+                    _ => Ok(()),
+                }
+            }
+            WorkloadSpec::ClosedLoop {
+                size,
+                clients,
+                concurrency,
+                ..
+            } => {
+                check_size(Some(*size))?;
+                if let Some(c) = clients {
+                    if *c == 0 || *c > n_hosts {
+                        return Err(format!("clients: must be from 1 to {n_hosts}, got {c}"));
+                    }
+                }
+                if *concurrency == 0 {
+                    return Err("concurrency: must be at least 1".into());
+                }
+                Ok(())
+            }
+            WorkloadSpec::Poisson { load, .. } => {
+                if !(*load > 0.0 && *load <= 1.0) {
+                    Err(format!("load: must be within (0, 1], got {load}"))
+                } else {
+                    Ok(())
+                }
+            }
+            WorkloadSpec::Htsim { .. } => Ok(()),
+            WorkloadSpec::Flows { flows, .. } => {
+                if flows.is_empty() {
+                    return Err("flows: must not be empty".into());
+                }
+                for (i, f) in flows.iter().enumerate() {
+                    check_host(&format!("flows[{i}].src"), f.src, n_hosts)?;
+                    check_host(&format!("flows[{i}].dst"), f.dst, n_hosts)?;
+                    if f.src == f.dst {
+                        return Err(format!("flows[{i}]: src and dst are both host {}", f.src));
+                    }
+                    check_size(f.size).map_err(|e| format!("flows[{i}].{e}"))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Produces the flows. Errors (unreadable files, impossible pairings) name the field.
+    pub fn generate(&self, ctx: &mut GenCtx) -> Result<Plan, String> {
+        let n = ctx.net.n_hosts;
+        let proto = |p: &Option<Protocol>| p.unwrap_or(ctx.protocol);
+        let flow =
+            |src: HostId, dst: HostId, size: Option<Bytes>, start: Time, protocol: Protocol| {
+                FlowSpec {
+                    src,
+                    dst,
+                    size: size.map(|b| b.0),
+                    start,
+                    protocol,
+                    origin: 0,
+                }
+            };
+        let fixed = |flows| {
+            Ok(Plan {
+                flows,
+                closed_loop: None,
+            })
+        };
+        match self {
+            WorkloadSpec::Permutation {
+                size,
+                start,
+                start_spread,
+                exclude_same_rack,
+                protocol,
+            } => {
+                let p = proto(protocol);
+                let dsts = patterns::permutation(ctx.net, ctx.rng, *exclude_same_rack)?;
+                let flows = (0..n)
+                    .map(|s| {
+                        flow(
+                            s,
+                            dsts[s as usize],
+                            *size,
+                            draw_start(*start, *start_spread, ctx.rng),
+                            p,
+                        )
+                    })
+                    .collect();
+                fixed(flows)
+            }
+            WorkloadSpec::Incast {
+                receiver,
+                senders,
+                sender_hosts,
+                size,
+                start,
+                start_spread,
+                protocol,
+            } => {
+                let p = proto(protocol);
+                let list = match (senders, sender_hosts) {
+                    (_, Some(list)) => list.clone(),
+                    (Some(k), None) => patterns::choose_others(ctx.rng, n, *receiver, *k),
+                    (None, None) => unreachable!("validated"),
+                };
+                fixed(
+                    list.iter()
+                        .map(|&s| {
+                            flow(
+                                s,
+                                *receiver,
+                                *size,
+                                draw_start(*start, *start_spread, ctx.rng),
+                                p,
+                            )
+                        })
+                        .collect(),
+                )
+            }
+            WorkloadSpec::AllToAll {
+                size,
+                hosts,
+                start,
+                start_spread,
+                protocol,
+            } => {
+                let p = proto(protocol);
+                let m = hosts.unwrap_or(n);
+                let mut flows = Vec::with_capacity((m * (m - 1)) as usize);
+                for s in 0..m {
+                    for d in (0..m).filter(|&d| d != s) {
+                        flows.push(flow(
+                            s,
+                            d,
+                            *size,
+                            draw_start(*start, *start_spread, ctx.rng),
+                            p,
+                        ));
+                    }
+                }
+                fixed(flows)
+            }
+            WorkloadSpec::ClosedLoop {
+                size,
+                clients,
+                concurrency,
+                think_time,
+                start,
+                start_spread,
+                protocol,
+            } => {
+                let driver = ClosedLoop::new(n, size.0, think_time.0, proto(protocol));
+                let m = clients.unwrap_or(n);
+                let mut flows = Vec::new();
+                for c in 0..m {
+                    for _ in 0..*concurrency {
+                        let at = draw_start(*start, *start_spread, ctx.rng);
+                        flows.push(driver.request(ctx.rng, c, at));
+                    }
+                }
+                Ok(Plan {
+                    flows,
+                    closed_loop: Some(driver),
+                })
+            }
+            WorkloadSpec::Poisson {
+                load,
+                cdf,
+                start,
+                protocol,
+            } => {
+                let cdf = FlowSizeCdf::load(cdf, ctx.base_dir).map_err(|e| format!("cdf: {e}"))?;
+                let stop = ctx
+                    .stop
+                    .ok_or("stop.time: a Poisson workload needs an end time")?;
+                fixed(poisson::arrivals(
+                    ctx.net,
+                    ctx.rng,
+                    &cdf,
+                    *load,
+                    start.0,
+                    stop,
+                    proto(protocol),
+                ))
+            }
+            WorkloadSpec::Htsim { file, protocol } => {
+                let path = ctx.base_dir.join(file);
+                let flows =
+                    htsim_cm::load(&path, n, proto(protocol)).map_err(|e| format!("file: {e}"))?;
+                fixed(flows)
+            }
+            WorkloadSpec::Flows { flows, protocol } => {
+                let p = proto(protocol);
+                fixed(
+                    flows
+                        .iter()
+                        .map(|f| flow(f.src, f.dst, f.size, f.start.0, p))
+                        .collect(),
+                )
+            }
+        }
+    }
+}
