@@ -125,21 +125,21 @@ mod tests {
         cc.ssthresh = 0; // force congestion avoidance
         cc.on_loss(0, 100 * mss, mss);
         assert_eq!(cc.window(), 70 * mss);
-        // K = cbrt(100 * 0.3 / 0.4) ~ 4.2 s. Feed a window of ACKs every 10 ms.
+        // K = cbrt(100 * 0.3 / 0.4) ~ 4.2 s. Feed a window of ACKs every 100 ms RTT:
+        // with so few RTTs the cubic curve, not the Reno-friendly estimate, governs.
         let mut now = 0;
+        let mut trace = vec![];
         while now < 4 * SEC {
-            now += 10 * MS;
+            now += 100 * MS;
             let w = cc.window();
-            cc.on_ack(&AckEvent {
-                now,
-                acked: w,
-                ce: 0,
-                rtt: Some(10 * MS),
-                snd_una: 0,
-                snd_nxt: 0,
-                mss,
-            });
+            let rtt = Some(100 * MS);
+            cc.on_ack(&AckEvent { now, acked: w, ce: 0, rtt, snd_una: 0, snd_nxt: 0, mss });
+            trace.push(cc.window());
         }
+        // Concave approach: fast growth first, slowing down near W_max.
+        let early = trace[5] - trace[0];
+        let late = trace[39] - trace[34];
+        assert!(early > late, "growth {early} early vs {late} near the plateau");
         let w = cc.window() as f64 / mss as f64;
         assert!((90.0..=101.0).contains(&w), "window {w} MSS after ~K");
     }

@@ -1,0 +1,170 @@
+//! Malformed and nonsensical scenarios give errors that name the field, never panics.
+
+mod common;
+
+use eqds_sim::scenario::Scenario;
+use proptest::prelude::*;
+
+const VALID: &str = r#"
+seed = 3
+[topology]
+kind = "fat_tree"
+k = 4
+link = { rate = "10Gbps", latency = "1us" }
+[switch]
+queue = { kind = "drop_tail", limit_packets = 20 }
+[transport]
+protocol = "newreno"
+mtu = 1500
+[workload]
+kind = "permutation"
+size = "100KB"
+[stop]
+time = "10ms"
+"#;
+
+fn error_of(text: &str) -> String {
+    match Scenario::from_str_with(text, "bad.toml", ".".into(), &[]) {
+        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn the_reference_scenario_is_valid() {
+    Scenario::from_str_with(VALID, "ok.toml", ".".into(), &[]).unwrap();
+}
+
+#[test]
+fn each_mistake_is_named() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("k = 4", "k = 5", "k"),
+        ("k = 4", "k = 0", "k"),
+        // Type errors inside a `kind`-tagged table name the table and the bad value.
+        ("k = 4", "k = -4", "`-4`"),
+        ("k = 4", "k = \"four\"", "topology"),
+        ("kind = \"fat_tree\"", "kind = \"torus\"", "torus"),
+        ("rate = \"10Gbps\"", "rate = \"10 parsecs\"", "parsecs"),
+        ("rate = \"10Gbps\"", "rate = \"0Gbps\"", "positive"),
+        ("latency = \"1us\"", "latency = \"1\"", "unit"),
+        ("limit_packets = 20", "limit_packets = 0", "switch.queue"),
+        ("limit_packets = 20", "limit_pakets = 20", "limit_pakets"),
+        ("protocol = \"newreno\"", "protocol = \"quic\"", "quic"),
+        ("mtu = 1500", "mtu = 40", "mtu"),
+        ("mtu = 1500", "mtu = 1500\nbogus = 1", "bogus"),
+        ("size = \"100KB\"", "size = 0", "size"),
+        ("kind = \"permutation\"", "kind = \"incast\"", "senders"),
+        ("time = \"10ms\"", "time = \"0ms\"", "stop.time"),
+        ("[stop]\ntime = \"10ms\"", "[stop]\nwarmup = \"1ms\"\ntime = \"1ms\"", "warmup"),
+        ("seed = 3", "seed = \"x\"", "seed"),
+        ("seed = 3", "seed = 3\nseed = 4", "seed"),
+        ("[workload]", "[workloads]", "workload"),
+        ("[topology]", "[topology", "TOML"),
+    ];
+    for (from, to, expect) in cases {
+        assert!(VALID.contains(from), "test case does not apply: {from}");
+        let text = VALID.replacen(from, to, 1);
+        let msg = error_of(&text);
+        assert!(msg.starts_with("bad.toml: "), "no file name in: {msg}");
+        assert!(msg.contains(expect), "`{to}`: message does not mention `{expect}`: {msg}");
+    }
+}
+
+#[test]
+fn workload_specific_checks() {
+    let swap = |w: &str| VALID.replace("kind = \"permutation\"\nsize = \"100KB\"", w);
+    let cases = [
+        ("kind = \"incast\"\nsenders = 16", "senders"),
+        ("kind = \"incast\"\nreceiver = 99\nsenders = 2", "receiver"),
+        ("kind = \"incast\"\nsender_hosts = [0]", "receiver"),
+        ("kind = \"flows\"\nflows = [{ src = 1, dst = 1 }]", "src and dst"),
+        ("kind = \"flows\"\nflows = []", "empty"),
+        ("kind = \"poisson\"\nload = 1.5\ncdf = \"websearch\"", "load"),
+        ("kind = \"closed_loop\"\nsize = \"1MB\"\nconcurrency = 0", "concurrency"),
+        ("kind = \"all_to_all\"\nhosts = 1", "hosts"),
+    ];
+    for (w, expect) in cases {
+        let msg = error_of(&swap(w));
+        assert!(msg.contains(expect), "`{w}`: {msg}");
+    }
+    // Endless flows need an end time.
+    let endless = VALID.replace("size = \"100KB\"\n", "").replace("time = \"10ms\"", "when_flows_complete = true");
+    assert!(error_of(&endless).contains("stop.time"));
+}
+
+#[test]
+fn files_that_cannot_be_generated_are_errors_at_build_time() {
+    for (w, expect) in [
+        ("kind = \"poisson\"\nload = 0.5\ncdf = \"no-such.cdf\"", "cdf"),
+        ("kind = \"htsim\"\nfile = \"no-such.cm\"", "file"),
+    ] {
+        let text = VALID.replace("kind = \"permutation\"\nsize = \"100KB\"", w);
+        let loaded = Scenario::from_str_with(&text, "bad.toml", ".".into(), &[]).unwrap();
+        let err = eqds_sim::sim::Simulation::new(&loaded, None).err().expect("should fail");
+        assert!(err.contains(expect) && err.contains("bad.toml"), "{err}");
+    }
+}
+
+#[test]
+fn overrides_are_checked_like_the_file() {
+    let ok = Scenario::from_str_with(VALID, "f.toml", ".".into(), &["topology.k=6".into()]).unwrap();
+    assert_eq!(ok.scenario.topology.n_hosts(), 54);
+    for bad in ["topology.k=7", "nonsense", "seed.x=1", "switch.queue.kind=magic"] {
+        let e = Scenario::from_str_with(VALID, "f.toml", ".".into(), &[bad.into()]).err().unwrap();
+        assert!(e.to_string().starts_with("f.toml: "), "{e}");
+    }
+}
+
+#[test]
+fn the_cli_reports_bad_files_without_panicking() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, VALID.replace("k = 4", "k = 3")).unwrap();
+    let bin = env!("CARGO_BIN_EXE_eqds-sim");
+    for args in [vec!["check", bad.to_str().unwrap()], vec!["run", bad.to_str().unwrap()]] {
+        let out = std::process::Command::new(bin).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("bad.toml") && stderr.contains("topology.k"), "{stderr}");
+        assert!(!stderr.contains("panicked"));
+    }
+    let out = std::process::Command::new(bin).args(["run", "/no/such/file.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Arbitrary text never panics the loader.
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+        let _ = Scenario::from_str_with(&text, "fuzz.toml", ".".into(), &[]);
+    }
+
+    /// Replacing any value of the valid scenario by another value never panics the
+    /// loader, and what it accepts builds and runs a few microseconds without panics.
+    #[test]
+    fn mutated_values_never_panic(line in 0usize..40, value in prop_oneof![
+        Just("-1".to_string()), Just("0".to_string()), Just("1e308".to_string()),
+        Just("\"\"".to_string()), Just("\"1ps\"".to_string()), Just("[]".to_string()),
+        Just("{}".to_string()), Just("true".to_string()), Just("4294967296".to_string()),
+        Just("\"18446744073709551615B\"".to_string()), Just("2".to_string()),
+        Just("\"1e-9Gbps\"".to_string()), Just("9223372036854775807".to_string()),
+    ]) {
+        let lines: Vec<&str> = VALID.lines().collect();
+        let i = line % lines.len();
+        let mutated: Vec<String> = lines.iter().enumerate().map(|(j, l)| {
+            match (j == i, l.split_once(" = ")) {
+                (true, Some((k, _))) => format!("{k} = {value}"),
+                _ => l.to_string(),
+            }
+        }).collect();
+        let text = mutated.join("\n").replace("time = \"10ms\"", "time = \"20us\"");
+        if let Ok(loaded) = Scenario::from_str_with(&text, "fuzz.toml", ".".into(), &[]) {
+            if let Ok(mut sim) = eqds_sim::sim::Simulation::new(&loaded, None) {
+                sim.run(&mut |_, _| {}).unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use eqds_sim::flow::FlowRecord;
+use eqds_sim::run::{run_to_dir, Outcome};
+use eqds_sim::scenario::{Loaded, Scenario};
+use eqds_sim::sim::{RunStats, Simulation};
+use std::path::Path;
+
+pub fn load(text: &str) -> Loaded {
+    Scenario::from_str_with(text, "test.toml", ".".into(), &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs in memory; returns the flow records and run statistics.
+pub fn run(text: &str) -> (Vec<FlowRecord>, RunStats, Simulation) {
+    let loaded = load(text);
+    let mut sim = Simulation::new(&loaded, None).unwrap();
+    let stats = sim.run(&mut |_, _| {}).unwrap();
+    (sim.flows().to_vec(), stats, sim)
+}
+
+/// Runs with outputs written to `dir`.
+pub fn run_dir(text: &str, dir: &Path) -> Outcome {
+    run_to_dir(&load(text), dir, &mut |_, _| {}).unwrap()
+}

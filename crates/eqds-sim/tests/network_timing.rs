@@ -1,0 +1,100 @@
+//! Exact serialisation and propagation timing, and drop accounting.
+
+mod common;
+
+use eqds_sim::units::{serialisation_time, NS, US};
+
+/// A dumbbell: host 0 - switch - bottleneck - switch - host 1.
+fn dumbbell(host_rate: &str, bottleneck_rate: &str, switch_latency: &str, flows: &str) -> String {
+    format!(
+        r#"
+        [topology]
+        kind = "dumbbell"
+        left = 1
+        right = 1
+        link = {{ rate = "{host_rate}", latency = "1us" }}
+        bottleneck = {{ rate = "{bottleneck_rate}", latency = "2us" }}
+        [switch]
+        latency = "{switch_latency}"
+        [transport]
+        mtu = 1500
+        header = 64
+        [workload]
+        kind = "flows"
+        flows = [{flows}]
+        [stop]
+        time = "1ms"
+        "#
+    )
+}
+
+#[test]
+fn one_packet_crosses_three_links_store_and_forward() {
+    let (flows, _, _) = common::run(&dumbbell("10Gbps", "10Gbps", "0ns", "{ src = 0, dst = 1, size = 1000 }"));
+    // 1000 B of payload + 64 B header, three hops of serialisation plus propagation.
+    let ser = serialisation_time(1064, 10_000_000_000);
+    assert_eq!(flows[0].fct(), Some(3 * ser + 4 * US));
+}
+
+#[test]
+fn packets_pipeline_behind_a_slower_bottleneck() {
+    // Two full packets; the 1 Gbps bottleneck serialises them back to back.
+    let text = dumbbell("10Gbps", "1Gbps", "0ns", "{ src = 0, dst = 1, size = 2872 }");
+    let (flows, _, _) = common::run(&text);
+    let fast = serialisation_time(1500, 10_000_000_000);
+    let slow = serialisation_time(1500, 1_000_000_000);
+    // First packet clears hop 1 at `fast`, the bottleneck then sends both back to back,
+    // and the second packet takes one more fast hop: fast + 1us + 2*slow + 2us + fast + 1us.
+    assert_eq!(flows[0].fct(), Some(2 * fast + 2 * slow + 4 * US));
+}
+
+#[test]
+fn switch_latency_adds_once_per_switch() {
+    let base = common::run(&dumbbell("10Gbps", "10Gbps", "0ns", "{ src = 0, dst = 1, size = 1000 }")).0;
+    let slow = common::run(&dumbbell("10Gbps", "10Gbps", "500ns", "{ src = 0, dst = 1, size = 1000 }")).0;
+    assert_eq!(slow[0].fct().unwrap() - base[0].fct().unwrap(), 2 * 500 * NS);
+}
+
+#[test]
+fn drop_tail_overflow_is_counted_exactly() {
+    // Ten one-packet flows reach the receiver's switch port at the same instant: one
+    // goes on the wire, three wait (limit 3), six are dropped. The run stops before any
+    // retransmission timeout, so nothing else is sent.
+    let flows: Vec<String> = (1..=10).map(|s| format!("{{ src = {s}, dst = 0, size = 1000 }}")).collect();
+    let text = format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 11
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "drop_tail", limit_packets = 3 }}
+        [transport]
+        mtu = 1500
+        min_rto = "1ms"
+        initial_rto = "1ms"
+        [workload]
+        kind = "flows"
+        flows = [{}]
+        [stop]
+        time = "500us"
+        "#,
+        flows.join(", ")
+    );
+    let (flows, _, sim) = common::run(&text);
+    let net = sim.network();
+    let to_receiver = net.ports.iter().find(|p| p.peer == eqds_sim::ids::Node::Host(0)).unwrap();
+    assert_eq!(to_receiver.stats.drops, 6);
+    assert_eq!(to_receiver.stats.dropped_bytes, 6 * 1064);
+    assert_eq!(to_receiver.stats.tx_packets, 4);
+    let total_drops: u64 = net.ports.iter().map(|p| p.stats.drops).sum();
+    assert_eq!(total_drops, 6);
+    assert_eq!(flows.iter().filter(|f| f.end.is_some()).count(), 4);
+    // The four survivors arrive one serialisation time apart.
+    let mut ends: Vec<u64> = flows.iter().filter_map(|f| f.end).collect();
+    ends.sort();
+    let ser = serialisation_time(1064, 10_000_000_000);
+    for w in ends.windows(2) {
+        assert_eq!(w[1] - w[0], ser);
+    }
+}
