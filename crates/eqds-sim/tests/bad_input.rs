@@ -55,7 +55,11 @@ fn each_mistake_is_named() {
         ("size = \"100KB\"", "size = 0", "size"),
         ("kind = \"permutation\"", "kind = \"incast\"", "senders"),
         ("time = \"10ms\"", "time = \"0ms\"", "stop.time"),
-        ("[stop]\ntime = \"10ms\"", "[stop]\nwarmup = \"1ms\"\ntime = \"1ms\"", "warmup"),
+        (
+            "[stop]\ntime = \"10ms\"",
+            "[stop]\nwarmup = \"1ms\"\ntime = \"1ms\"",
+            "warmup",
+        ),
         ("seed = 3", "seed = \"x\"", "seed"),
         ("seed = 3", "seed = 3\nseed = 4", "seed"),
         ("[workload]", "[workloads]", "workload"),
@@ -66,7 +70,10 @@ fn each_mistake_is_named() {
         let text = VALID.replacen(from, to, 1);
         let msg = error_of(&text);
         assert!(msg.starts_with("bad.toml: "), "no file name in: {msg}");
-        assert!(msg.contains(expect), "`{to}`: message does not mention `{expect}`: {msg}");
+        assert!(
+            msg.contains(expect),
+            "`{to}`: message does not mention `{expect}`: {msg}"
+        );
     }
 }
 
@@ -77,10 +84,19 @@ fn workload_specific_checks() {
         ("kind = \"incast\"\nsenders = 16", "senders"),
         ("kind = \"incast\"\nreceiver = 99\nsenders = 2", "receiver"),
         ("kind = \"incast\"\nsender_hosts = [0]", "receiver"),
-        ("kind = \"flows\"\nflows = [{ src = 1, dst = 1 }]", "src and dst"),
+        (
+            "kind = \"flows\"\nflows = [{ src = 1, dst = 1 }]",
+            "src and dst",
+        ),
         ("kind = \"flows\"\nflows = []", "empty"),
-        ("kind = \"poisson\"\nload = 1.5\ncdf = \"websearch\"", "load"),
-        ("kind = \"closed_loop\"\nsize = \"1MB\"\nconcurrency = 0", "concurrency"),
+        (
+            "kind = \"poisson\"\nload = 1.5\ncdf = \"websearch\"",
+            "load",
+        ),
+        (
+            "kind = \"closed_loop\"\nsize = \"1MB\"\nconcurrency = 0",
+            "concurrency",
+        ),
         ("kind = \"all_to_all\"\nhosts = 1", "hosts"),
     ];
     for (w, expect) in cases {
@@ -88,29 +104,44 @@ fn workload_specific_checks() {
         assert!(msg.contains(expect), "`{w}`: {msg}");
     }
     // Endless flows need an end time.
-    let endless = VALID.replace("size = \"100KB\"\n", "").replace("time = \"10ms\"", "when_flows_complete = true");
+    let endless = VALID
+        .replace("size = \"100KB\"\n", "")
+        .replace("time = \"10ms\"", "when_flows_complete = true");
     assert!(error_of(&endless).contains("stop.time"));
 }
 
 #[test]
 fn files_that_cannot_be_generated_are_errors_at_build_time() {
     for (w, expect) in [
-        ("kind = \"poisson\"\nload = 0.5\ncdf = \"no-such.cdf\"", "cdf"),
+        (
+            "kind = \"poisson\"\nload = 0.5\ncdf = \"no-such.cdf\"",
+            "cdf",
+        ),
         ("kind = \"htsim\"\nfile = \"no-such.cm\"", "file"),
     ] {
         let text = VALID.replace("kind = \"permutation\"\nsize = \"100KB\"", w);
         let loaded = Scenario::from_str_with(&text, "bad.toml", ".".into(), &[]).unwrap();
-        let err = eqds_sim::sim::Simulation::new(&loaded, None).err().expect("should fail");
+        let err = eqds_sim::sim::Simulation::new(&loaded, None)
+            .err()
+            .expect("should fail");
         assert!(err.contains(expect) && err.contains("bad.toml"), "{err}");
     }
 }
 
 #[test]
 fn overrides_are_checked_like_the_file() {
-    let ok = Scenario::from_str_with(VALID, "f.toml", ".".into(), &["topology.k=6".into()]).unwrap();
+    let ok =
+        Scenario::from_str_with(VALID, "f.toml", ".".into(), &["topology.k=6".into()]).unwrap();
     assert_eq!(ok.scenario.topology.n_hosts(), 54);
-    for bad in ["topology.k=7", "nonsense", "seed.x=1", "switch.queue.kind=magic"] {
-        let e = Scenario::from_str_with(VALID, "f.toml", ".".into(), &[bad.into()]).err().unwrap();
+    for bad in [
+        "topology.k=7",
+        "nonsense",
+        "seed.x=1",
+        "switch.queue.kind=magic",
+    ] {
+        let e = Scenario::from_str_with(VALID, "f.toml", ".".into(), &[bad.into()])
+            .err()
+            .unwrap();
         assert!(e.to_string().starts_with("f.toml: "), "{e}");
     }
 }
@@ -121,14 +152,26 @@ fn the_cli_reports_bad_files_without_panicking() {
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, VALID.replace("k = 4", "k = 3")).unwrap();
     let bin = env!("CARGO_BIN_EXE_eqds-sim");
-    for args in [vec!["check", bad.to_str().unwrap()], vec!["run", bad.to_str().unwrap()]] {
-        let out = std::process::Command::new(bin).args(&args).output().unwrap();
+    for args in [
+        vec!["check", bad.to_str().unwrap()],
+        vec!["run", bad.to_str().unwrap()],
+    ] {
+        let out = std::process::Command::new(bin)
+            .args(&args)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains("bad.toml") && stderr.contains("topology.k"), "{stderr}");
+        assert!(
+            stderr.contains("bad.toml") && stderr.contains("topology.k"),
+            "{stderr}"
+        );
         assert!(!stderr.contains("panicked"));
     }
-    let out = std::process::Command::new(bin).args(["run", "/no/such/file.toml"]).output().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["run", "/no/such/file.toml"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
 }

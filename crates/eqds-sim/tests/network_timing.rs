@@ -30,7 +30,12 @@ fn dumbbell(host_rate: &str, bottleneck_rate: &str, switch_latency: &str, flows:
 
 #[test]
 fn one_packet_crosses_three_links_store_and_forward() {
-    let (flows, _, _) = common::run(&dumbbell("10Gbps", "10Gbps", "0ns", "{ src = 0, dst = 1, size = 1000 }"));
+    let (flows, _, _) = common::run(&dumbbell(
+        "10Gbps",
+        "10Gbps",
+        "0ns",
+        "{ src = 0, dst = 1, size = 1000 }",
+    ));
     // 1000 B of payload + 64 B header, three hops of serialisation plus propagation.
     let ser = serialisation_time(1064, 10_000_000_000);
     assert_eq!(flows[0].fct(), Some(3 * ser + 4 * US));
@@ -39,7 +44,12 @@ fn one_packet_crosses_three_links_store_and_forward() {
 #[test]
 fn packets_pipeline_behind_a_slower_bottleneck() {
     // Two full packets; the 1 Gbps bottleneck serialises them back to back.
-    let text = dumbbell("10Gbps", "1Gbps", "0ns", "{ src = 0, dst = 1, size = 2872 }");
+    let text = dumbbell(
+        "10Gbps",
+        "1Gbps",
+        "0ns",
+        "{ src = 0, dst = 1, size = 2872 }",
+    );
     let (flows, _, _) = common::run(&text);
     let fast = serialisation_time(1500, 10_000_000_000);
     let slow = serialisation_time(1500, 1_000_000_000);
@@ -50,9 +60,24 @@ fn packets_pipeline_behind_a_slower_bottleneck() {
 
 #[test]
 fn switch_latency_adds_once_per_switch() {
-    let base = common::run(&dumbbell("10Gbps", "10Gbps", "0ns", "{ src = 0, dst = 1, size = 1000 }")).0;
-    let slow = common::run(&dumbbell("10Gbps", "10Gbps", "500ns", "{ src = 0, dst = 1, size = 1000 }")).0;
-    assert_eq!(slow[0].fct().unwrap() - base[0].fct().unwrap(), 2 * 500 * NS);
+    let base = common::run(&dumbbell(
+        "10Gbps",
+        "10Gbps",
+        "0ns",
+        "{ src = 0, dst = 1, size = 1000 }",
+    ))
+    .0;
+    let slow = common::run(&dumbbell(
+        "10Gbps",
+        "10Gbps",
+        "500ns",
+        "{ src = 0, dst = 1, size = 1000 }",
+    ))
+    .0;
+    assert_eq!(
+        slow[0].fct().unwrap() - base[0].fct().unwrap(),
+        2 * 500 * NS
+    );
 }
 
 #[test]
@@ -60,7 +85,9 @@ fn drop_tail_overflow_is_counted_exactly() {
     // Ten one-packet flows reach the receiver's switch port at the same instant: one
     // goes on the wire, three wait (limit 3), six are dropped. The run stops before any
     // retransmission timeout, so nothing else is sent.
-    let flows: Vec<String> = (1..=10).map(|s| format!("{{ src = {s}, dst = 0, size = 1000 }}")).collect();
+    let flows: Vec<String> = (1..=10)
+        .map(|s| format!("{{ src = {s}, dst = 0, size = 1000 }}"))
+        .collect();
     let text = format!(
         r#"
         [topology]
@@ -83,7 +110,11 @@ fn drop_tail_overflow_is_counted_exactly() {
     );
     let (flows, _, sim) = common::run(&text);
     let net = sim.network();
-    let to_receiver = net.ports.iter().find(|p| p.peer == eqds_sim::ids::Node::Host(0)).unwrap();
+    let to_receiver = net
+        .ports
+        .iter()
+        .find(|p| p.peer == eqds_sim::ids::Node::Host(0))
+        .unwrap();
     assert_eq!(to_receiver.stats.drops, 6);
     assert_eq!(to_receiver.stats.dropped_bytes, 6 * 1064);
     assert_eq!(to_receiver.stats.tx_packets, 4);

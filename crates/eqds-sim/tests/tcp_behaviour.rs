@@ -30,7 +30,10 @@ fn one_newreno_flow_fills_a_10g_bottleneck() {
     "#;
     let (flows, stats, sim) = common::run(text);
     let fraction = flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time) / 10e9;
-    assert!(fraction >= 0.95, "NewReno reached only {fraction:.3} of the bottleneck");
+    assert!(
+        fraction >= 0.95,
+        "NewReno reached only {fraction:.3} of the bottleneck"
+    );
     assert!(fraction <= 1.0 + 1e-9, "more than line rate: {fraction}");
     // It did probe: the queue overflowed at least once.
     assert!(flows[0].retransmits > 0);
@@ -63,7 +66,10 @@ fn two_dctcp_flows_share_fairly_with_the_queue_near_k() {
     "#;
     let outcome = common::run_dir(text, dir.path());
     let s = &outcome.summary;
-    let rates: Vec<f64> = ["p1", "max"].iter().map(|k| s["throughput_bps"][k].as_f64().unwrap()).collect();
+    let rates: Vec<f64> = ["p1", "max"]
+        .iter()
+        .map(|k| s["throughput_bps"][k].as_f64().unwrap())
+        .collect();
     let jain = s["jain_index"].as_f64().unwrap();
     assert!(jain >= 0.99, "Jain index {jain}, rates {rates:?}");
     let total = s["throughput_bps"]["mean"].as_f64().unwrap() * 2.0;
@@ -82,7 +88,10 @@ fn two_dctcp_flows_share_fairly_with_the_queue_near_k() {
         .collect();
     let mean = backlog.iter().sum::<f64>() / backlog.len() as f64;
     let max = backlog.iter().cloned().fold(0.0, f64::max);
-    assert!((5.0..=30.0).contains(&mean), "mean queue {mean} packets with K = 20");
+    assert!(
+        (5.0..=30.0).contains(&mean),
+        "mean queue {mean} packets with K = 20"
+    );
     assert!(max <= 40.0, "queue reached {max} packets with K = 20");
     let _ = jain_index(&rates);
 }
@@ -111,7 +120,11 @@ fn permutation_on_k4_fat_tree_delivers_to_every_receiver() {
     assert_eq!(receivers.len(), 16, "every host receives exactly one flow");
     for f in &flows {
         assert_ne!(f.spec.src, f.spec.dst);
-        assert_eq!(f.delivered, 200_000, "flow {} -> {}", f.spec.src, f.spec.dst);
+        assert_eq!(
+            f.delivered, 200_000,
+            "flow {} -> {}",
+            f.spec.src, f.spec.dst
+        );
         assert!(f.end.is_some());
     }
 }
@@ -144,19 +157,32 @@ const DETERMINISM: &str = r#"
 "#;
 
 fn outputs(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    ["flows.csv", "summary.json", "ports.csv", "queues.csv", "flow_series.csv"]
-        .iter()
-        .map(|f| (f.to_string(), std::fs::read(dir.join(f)).unwrap()))
-        .collect()
+    [
+        "flows.csv",
+        "summary.json",
+        "ports.csv",
+        "queues.csv",
+        "flow_series.csv",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), std::fs::read(dir.join(f)).unwrap()))
+    .collect()
 }
 
 #[test]
 fn same_scenario_and_seed_give_identical_bytes() {
-    let (a, b, c) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (a, b, c) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     common::run_dir(DETERMINISM, a.path());
     common::run_dir(DETERMINISM, b.path());
     for ((name, x), (_, y)) in outputs(a.path()).into_iter().zip(outputs(b.path())) {
-        assert!(x == y, "{name} differs between two runs of the same scenario and seed");
+        assert!(
+            x == y,
+            "{name} differs between two runs of the same scenario and seed"
+        );
         assert!(x.len() > 100, "{name} is suspiciously small");
     }
     // A different seed changes the run (and so the flows file).

@@ -133,13 +133,24 @@ mod tests {
             now += 100 * MS;
             let w = cc.window();
             let rtt = Some(100 * MS);
-            cc.on_ack(&AckEvent { now, acked: w, ce: 0, rtt, snd_una: 0, snd_nxt: 0, mss });
+            cc.on_ack(&AckEvent {
+                now,
+                acked: w,
+                ce: 0,
+                rtt,
+                snd_una: 0,
+                snd_nxt: 0,
+                mss,
+            });
             trace.push(cc.window());
         }
         // Concave approach: fast growth first, slowing down near W_max.
         let early = trace[5] - trace[0];
         let late = trace[39] - trace[34];
-        assert!(early > late, "growth {early} early vs {late} near the plateau");
+        assert!(
+            early > late,
+            "growth {early} early vs {late} near the plateau"
+        );
         let w = cc.window() as f64 / mss as f64;
         assert!((90.0..=101.0).contains(&w), "window {w} MSS after ~K");
     }
