@@ -28,8 +28,11 @@ pub struct FlowRecord {
     pub end: Option<Time>,
     /// Payload bytes delivered in order to the receiver.
     pub delivered: u64,
-    /// `delivered` when the warm-up period ended (for steady-state throughput).
-    pub delivered_at_warmup: u64,
+    /// Distinct payload bytes that reached the receiver, in order or not. Steady-state
+    /// throughput uses this, so a hole filled late does not count its backlog twice.
+    pub received: u64,
+    /// `received` when the warm-up period ended.
+    pub received_at_warmup: u64,
     /// `delivered` at the last time-series sample.
     pub delivered_at_sample: u64,
     /// Data packets sent again.
@@ -49,7 +52,8 @@ impl FlowRecord {
             receiver,
             end: None,
             delivered: 0,
-            delivered_at_warmup: 0,
+            received: 0,
+            received_at_warmup: 0,
             delivered_at_sample: 0,
             retransmits: 0,
             timeouts: 0,

@@ -130,7 +130,7 @@ impl EventQueue {
             let i = (self.cur & MASK) as usize;
             if !self.buckets[i].is_empty() {
                 if !self.cur_sorted {
-                    self.buckets[i].sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+                    self.buckets[i].sort_unstable_by_key(|e| Reverse(e.key()));
                     self.cur_sorted = true;
                 }
                 let e = self.buckets[i].pop().expect("non-empty");

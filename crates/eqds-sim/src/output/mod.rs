@@ -18,7 +18,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 /// A flow's mean throughput in bits/s: size over FCT for a completed flow, otherwise
-/// bytes delivered since warm-up over the time since warm-up (or since its start).
+/// distinct bytes received since warm-up over the time since warm-up (or its start).
 pub fn flow_throughput_bps(f: &FlowRecord, warmup: Time, end: Time) -> f64 {
     if let Some(fct) = f.fct() {
         return if fct == 0 {
@@ -31,7 +31,7 @@ pub fn flow_throughput_bps(f: &FlowRecord, warmup: Time, end: Time) -> f64 {
     if end <= from {
         return 0.0;
     }
-    (f.delivered - f.delivered_at_warmup) as f64 * 8.0 * SEC as f64 / (end - from) as f64
+    (f.received - f.received_at_warmup) as f64 * 8.0 * SEC as f64 / (end - from) as f64
 }
 
 pub fn write_flows_csv(
@@ -43,7 +43,7 @@ pub fn write_flows_csv(
     let mut out = BufWriter::new(File::create(path)?);
     writeln!(
         out,
-        "id,src,dst,protocol,size_bytes,start_ps,end_ps,fct_ps,bytes_delivered,retransmits,timeouts,\
+        "id,src,dst,protocol,size_bytes,start_ps,end_ps,fct_ps,bytes_delivered,bytes_received,retransmits,timeouts,\
          rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,mean_throughput_bps"
     )?;
     for (id, f) in flows.iter().enumerate() {
@@ -53,7 +53,7 @@ pub fn write_flows_csv(
         let rtt_max = (f.rtt_samples > 0).then_some(f.rtt_max);
         writeln!(
             out,
-            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
+            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
             f.spec.src,
             f.spec.dst,
             f.spec.protocol.name(),
@@ -62,6 +62,7 @@ pub fn write_flows_csv(
             opt(f.end),
             opt(f.fct()),
             f.delivered,
+            f.received,
             f.retransmits,
             f.timeouts,
             f.rtt_samples,

@@ -213,7 +213,7 @@ impl Simulation {
             if !self.warmed_up && t >= self.warmup {
                 self.warmed_up = true;
                 for f in &mut self.world.flows {
-                    f.delivered_at_warmup = f.delivered;
+                    f.received_at_warmup = f.received;
                 }
             }
             self.now = t;
@@ -234,7 +234,7 @@ impl Simulation {
         if !self.warmed_up {
             // The run ended before warm-up did: measure over nothing rather than lie.
             for f in &mut self.world.flows {
-                f.delivered_at_warmup = f.delivered;
+                f.received_at_warmup = f.received;
             }
         }
         self.now = end_time;

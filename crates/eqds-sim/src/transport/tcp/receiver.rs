@@ -81,9 +81,13 @@ impl TcpReceiver {
             if self.ooo.len() <= offset {
                 self.ooo.resize(offset + 1, false);
             }
-            self.ooo[offset] = true;
+            if !self.ooo[offset] {
+                self.ooo[offset] = true;
+                ctx.flow(self.flow).received += self.segment_len(seq / mss);
+            }
             return false;
         }
+        ctx.flow(self.flow).received += self.segment_len(seq / mss);
         // In order: advance over this segment and every buffered one behind it.
         let before = self.rcv_nxt;
         loop {
