@@ -27,8 +27,10 @@ pub mod flags {
     pub const RETRANSMIT: u8 = 1 << 2;
 }
 
-/// One packet in flight. Fields that a kind does not use stay zero.
+/// One packet in flight. Fields that a kind does not use stay zero. Aligned to a
+/// cache line so that reading a packet costs one miss, not two.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
 pub struct Packet {
     pub src: HostId,
     pub dst: HostId,

@@ -78,10 +78,9 @@ impl Port {
     /// Puts the next waiting packet on the wire, scheduling its arrival and, if more
     /// are waiting, the end of its serialisation.
     fn start_next(&mut self, id: PortId, ctx: &mut PortCtx) {
-        let Some(pkt) = self.queue.dequeue(ctx.pkts) else {
+        let Some((pkt, size)) = self.queue.dequeue() else {
             return;
         };
-        let size = ctx.pkts.get(pkt).size;
         self.busy_until = ctx.now + serialisation_time(size, self.rate_bps);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += size as u64;

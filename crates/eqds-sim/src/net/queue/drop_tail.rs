@@ -2,7 +2,6 @@
 
 use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
-use crate::net::packet::PacketSlab;
 
 pub struct DropTail {
     fifo: Fifo,
@@ -28,8 +27,8 @@ impl QueueDiscipline for DropTail {
         Verdict::Queued
     }
 
-    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId> {
-        self.fifo.pop(|p| pkts.get(p).size)
+    fn dequeue(&mut self) -> Option<(PacketId, u32)> {
+        self.fifo.pop()
     }
 
     fn backlog_bytes(&self) -> u64 {

@@ -1,26 +1,30 @@
 //! A FIFO of packet handles with byte accounting: the storage under every discipline.
+//!
+//! Each entry keeps the packet's size next to its handle, so taking a packet out never
+//! touches the packet itself (a cache miss in a large run).
 
 use crate::ids::PacketId;
 use std::collections::VecDeque;
 
 #[derive(Default)]
 pub struct Fifo {
-    items: VecDeque<PacketId>,
+    items: VecDeque<(PacketId, u32)>,
     bytes: u64,
 }
 
 impl Fifo {
     #[inline]
     pub fn push(&mut self, pkt: PacketId, size: u32) {
-        self.items.push_back(pkt);
+        self.items.push_back((pkt, size));
         self.bytes += size as u64;
     }
 
     #[inline]
-    pub fn pop(&mut self, size_of: impl Fn(PacketId) -> u32) -> Option<PacketId> {
-        let pkt = self.items.pop_front()?;
-        self.bytes -= size_of(pkt) as u64;
-        Some(pkt)
+    /// Takes the oldest packet, with its size.
+    pub fn pop(&mut self) -> Option<(PacketId, u32)> {
+        let (pkt, size) = self.items.pop_front()?;
+        self.bytes -= size as u64;
+        Some((pkt, size))
     }
 
     pub fn bytes(&self) -> u64 {

@@ -54,8 +54,8 @@ pub enum Verdict {
 pub trait QueueDiscipline {
     /// Offers `pkt`; may mark it. Must not free it.
     fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict;
-    /// Takes the next packet to transmit.
-    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId>;
+    /// Takes the next packet to transmit, with its size in bytes.
+    fn dequeue(&mut self) -> Option<(PacketId, u32)>;
     /// Bytes waiting.
     fn backlog_bytes(&self) -> u64;
     /// Packets waiting.

@@ -10,7 +10,7 @@
 
 use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
-use crate::net::packet::{flags, PacketSlab};
+use crate::net::packet::flags;
 use rand::Rng;
 
 /// Marking thresholds, all in the unit of `in_packets`.
@@ -90,8 +90,8 @@ impl QueueDiscipline for Red {
         Verdict::Queued
     }
 
-    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId> {
-        self.fifo.pop(|p| pkts.get(p).size)
+    fn dequeue(&mut self) -> Option<(PacketId, u32)> {
+        self.fifo.pop()
     }
 
     fn backlog_bytes(&self) -> u64 {

@@ -4,7 +4,6 @@
 
 use super::{QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
-use crate::net::packet::PacketSlab;
 
 pub struct StrictPriority {
     classes: Vec<Box<dyn QueueDiscipline>>,
@@ -26,8 +25,8 @@ impl QueueDiscipline for StrictPriority {
         self.classes[class].enqueue(pkt, ctx)
     }
 
-    fn dequeue(&mut self, pkts: &PacketSlab) -> Option<PacketId> {
-        self.classes.iter_mut().find_map(|c| c.dequeue(pkts))
+    fn dequeue(&mut self) -> Option<(PacketId, u32)> {
+        self.classes.iter_mut().find_map(|c| c.dequeue())
     }
 
     fn backlog_bytes(&self) -> u64 {
