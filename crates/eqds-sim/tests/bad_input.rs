@@ -40,9 +40,23 @@ fn each_mistake_is_named() {
     let cases: &[(&str, &str, &str)] = &[
         ("k = 4", "k = 5", "k"),
         ("k = 4", "k = 0", "k"),
-        // Type errors inside a `kind`-tagged table name the table and the bad value.
-        ("k = 4", "k = -4", "`-4`"),
-        ("k = 4", "k = \"four\"", "topology"),
+        // Type errors inside `kind`-tagged tables name the exact field.
+        (
+            "k = 4",
+            "k = -4",
+            "`topology.fat_tree.k`: invalid value: integer `-4`",
+        ),
+        (
+            "k = 4",
+            "k = \"four\"",
+            "`topology.fat_tree.k`: invalid type",
+        ),
+        ("kind = \"fat_tree\"", "", "topology: missing `kind`"),
+        (
+            "size = \"100KB\"",
+            "size = \"lots\"",
+            "`workload[0].permutation.size`",
+        ),
         ("kind = \"fat_tree\"", "kind = \"torus\"", "torus"),
         ("rate = \"10Gbps\"", "rate = \"10 parsecs\"", "parsecs"),
         ("rate = \"10Gbps\"", "rate = \"0Gbps\"", "positive"),

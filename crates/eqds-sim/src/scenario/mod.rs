@@ -5,6 +5,7 @@
 //! problem comes back as a [`ScenarioError`] naming the file and the field.
 
 mod overrides;
+mod retag;
 mod transport;
 
 pub use overrides::apply_override;
@@ -17,6 +18,7 @@ use crate::units::value::Duration;
 use crate::workload::WorkloadSpec;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use toml::Value;
 
 /// A problem with a scenario file; the message names the file and the field.
 #[derive(Debug, thiserror::Error)]
@@ -42,7 +44,8 @@ pub struct Scenario {
     pub host: HostSpec,
     #[serde(default)]
     pub transport: TransportSpec,
-    pub workload: OneOrMany<WorkloadSpec>,
+    /// `[workload]` for one workload or `[[workload]]` for several.
+    pub workload: Vec<WorkloadSpec>,
     pub stop: StopSpec,
     #[serde(default)]
     pub output: OutputSpec,
@@ -50,23 +53,6 @@ pub struct Scenario {
 
 fn default_seed() -> u64 {
     1
-}
-
-/// `[workload]` for one workload or `[[workload]]` for several.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
-pub enum OneOrMany<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T> OneOrMany<T> {
-    pub fn as_slice(&self) -> &[T] {
-        match self {
-            OneOrMany::One(t) => std::slice::from_ref(t),
-            OneOrMany::Many(v) => v,
-        }
-    }
 }
 
 /// `[switch]`: what every switch port does.
@@ -216,22 +202,23 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut table, o).map_err(|e| err(format!("--set {o}: {e}")))?;
         }
-        // Parse the final text so that type errors carry line numbers as well as paths.
-        let final_text = if overrides.is_empty() {
-            text.to_string()
-        } else {
-            toml::to_string(&table).map_err(|e| err(e.to_string()))?
-        };
-        let de = toml::Deserializer::parse(&final_text).map_err(|e| err(e.to_string()))?;
-        let scenario: Scenario = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner().to_string();
-            if path.is_empty() || path == "." {
-                err(inner)
-            } else {
-                err(format!("field `{path}`: {inner}"))
-            }
-        })?;
+        let mut shaped = table.clone();
+        retag::retag_scenario(&mut shaped).map_err(err)?;
+        let scenario: Scenario =
+            serde_path_to_error::deserialize(Value::Table(shaped)).map_err(|e| {
+                let path = e.path().to_string();
+                let inner = e.into_inner().to_string();
+                // toml appends its own (pre-retag) key path; ours is more precise.
+                let inner = match inner.rsplit_once("\nin `") {
+                    Some((msg, _)) => msg.to_string(),
+                    None => inner,
+                };
+                if path.is_empty() || path == "." {
+                    err(inner)
+                } else {
+                    err(format!("`{path}`: {inner}"))
+                }
+            })?;
         scenario.validate().map_err(err)?;
         Ok(Loaded {
             scenario,

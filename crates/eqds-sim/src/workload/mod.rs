@@ -27,7 +27,7 @@ use std::path::Path;
 /// One `[workload]` table (`kind = "..."` selects the variant). Every variant may set
 /// `protocol` to override `transport.protocol` for its flows.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum WorkloadSpec {
     /// Every host sends to exactly one other host and receives from exactly one.
     Permutation {

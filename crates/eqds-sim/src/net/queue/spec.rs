@@ -27,7 +27,7 @@ impl Limit {
 
 /// A queue discipline in a scenario file (`kind = "..."` selects the variant).
 #[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum QueueSpec {
     /// Drop arrivals beyond the limit.
     DropTail {

@@ -31,7 +31,7 @@ impl From<LinkToml> for LinkSpec {
 
 /// The `[topology]` table (`kind = "..."` selects the variant).
 #[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum TopologySpec {
     /// 3-tier k-ary fat tree: k pods of k/2 ToRs and k/2 aggregation switches,
     /// (k/2)^2 cores; k/2 hosts per ToR unless `hosts_per_tor` oversubscribes it.

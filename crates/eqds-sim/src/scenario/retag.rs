@@ -1,0 +1,63 @@
+//! Rewrites `kind`-tagged tables into the shape serde reads without buffering.
+//!
+//! Scenario files say `[topology] kind = "fat_tree"  k = 16`. Deserialised directly as
+//! an internally tagged enum, serde buffers the table and forgets where a bad value
+//! sat, so "expected u32" could not say which field. We turn each such table into
+//! `{ fat_tree = { k = 16 } }` first; serde then reports full paths such as
+//! `topology.fat_tree.k`. A single `[workload]` table also becomes a one-entry list.
+
+use toml::{Table, Value};
+
+/// Retags every `kind`-tagged table of a scenario in place.
+pub fn retag_scenario(doc: &mut Table) -> Result<(), String> {
+    if let Some(t) = doc.get_mut("topology") {
+        retag(t, "topology")?;
+    }
+    for section in ["switch", "host"] {
+        if let Some(Value::Table(s)) = doc.get_mut(section) {
+            if let Some(q) = s.get_mut("queue") {
+                retag_queue(q, &format!("{section}.queue"))?;
+            }
+        }
+    }
+    if let Some(w) = doc.get_mut("workload") {
+        if let Value::Table(_) = w {
+            *w = Value::Array(vec![w.clone()]);
+        }
+        if let Value::Array(items) = w {
+            for (i, item) in items.iter_mut().enumerate() {
+                retag(item, &format!("workload[{i}]"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn retag_queue(q: &mut Value, path: &str) -> Result<(), String> {
+    retag(q, path)?;
+    // Strict priority nests queues in `classes`.
+    if let Value::Table(outer) = q {
+        if let Some(Value::Table(inner)) = outer.get_mut("strict_priority") {
+            if let Some(Value::Array(classes)) = inner.get_mut("classes") {
+                for (i, c) in classes.iter_mut().enumerate() {
+                    retag_queue(c, &format!("{path}.classes[{i}]"))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `{ kind = "x", rest.. }` becomes `{ x = { rest.. } }`. Anything else is left for
+/// serde to reject with its own message, except a missing or non-string `kind`.
+fn retag(v: &mut Value, path: &str) -> Result<(), String> {
+    let Value::Table(t) = v else { return Ok(()) };
+    let kind = match t.remove("kind") {
+        Some(Value::String(k)) => k,
+        Some(other) => return Err(format!("{path}.kind: expected a string, got `{other}`")),
+        None => return Err(format!("{path}: missing `kind`")),
+    };
+    let rest: Table = std::mem::take(t);
+    t.insert(kind, Value::Table(rest));
+    Ok(())
+}
