@@ -8,7 +8,7 @@
 //! ECT). DCTCP's step marking is the special case `min == max == K` on the
 //! instantaneous queue; DCQCN's switch marking (Kmin, Kmax, Pmax) is the general one.
 
-use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
+use super::{DropTail, Limit, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
 use crate::net::packet::flags;
 use rand::Rng;
@@ -26,9 +26,9 @@ pub struct RedParams {
     pub drop_non_ect: bool,
 }
 
+/// RED marking in front of a drop-tail queue (which enforces the limit).
 pub struct Red {
-    fifo: Fifo,
-    limit: Limit,
+    tail: DropTail,
     params: RedParams,
     /// Averaged backlog in the thresholds' unit.
     avg: f64,
@@ -37,8 +37,7 @@ pub struct Red {
 impl Red {
     pub fn new(limit: Limit, params: RedParams) -> Self {
         Self {
-            fifo: Fifo::default(),
-            limit,
+            tail: DropTail::new(limit),
             params,
             avg: 0.0,
         }
@@ -59,14 +58,10 @@ impl Red {
 
 impl QueueDiscipline for Red {
     fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict {
-        let size = ctx.pkts.get(pkt).size;
-        if !self.limit.admits(self.fifo.len(), self.fifo.bytes(), size) {
-            return Verdict::Dropped;
-        }
         let current = if self.params.in_packets {
-            self.fifo.len() as f64
+            self.tail.backlog_packets() as f64
         } else {
-            self.fifo.bytes() as f64
+            self.tail.backlog_bytes() as f64
         };
         self.avg = if self.params.weight >= 1.0 {
             current
@@ -77,28 +72,27 @@ impl QueueDiscipline for Red {
         // Draw only when the outcome is uncertain, so runs with step marking consume
         // no randomness here.
         let congested = p >= 1.0 || (p > 0.0 && ctx.rng.random::<f64>() < p);
-        if congested {
-            let packet = ctx.pkts.get_mut(pkt);
-            if packet.has(flags::ECT) {
-                packet.flags |= flags::CE;
-                ctx.stats.marks += 1;
-            } else if self.params.drop_non_ect {
-                return Verdict::Dropped;
-            }
+        let ect = ctx.pkts.get(pkt).has(flags::ECT);
+        if congested && !ect && self.params.drop_non_ect {
+            return Verdict::Dropped;
         }
-        self.fifo.push(pkt, size);
-        Verdict::Queued
+        let verdict = self.tail.enqueue(pkt, ctx);
+        if congested && ect && verdict == Verdict::Queued {
+            ctx.pkts.get_mut(pkt).flags |= flags::CE;
+            ctx.stats.marks += 1;
+        }
+        verdict
     }
 
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
-        self.fifo.pop()
+        self.tail.dequeue()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.fifo.bytes()
+        self.tail.backlog_bytes()
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.fifo.len()
+        self.tail.backlog_packets()
     }
 }

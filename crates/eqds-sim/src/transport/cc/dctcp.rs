@@ -4,13 +4,12 @@
 //! once per window of data, and in a window that saw marks cuts the window once by
 //! `alpha/2`. Growth and loss response are NewReno's. The paper's g = 1/16.
 
-use super::{half_flight, AckEvent, CongestionControl};
+use super::{AckEvent, CongestionControl, NewReno};
 use crate::units::Time;
 
 pub struct Dctcp {
-    cwnd: u64,
-    ssthresh: u64,
-    acked_in_ca: u64,
+    /// Window growth and loss response.
+    reno: NewReno,
     /// Estimated fraction of marked bytes.
     alpha: f64,
     /// EWMA gain (paper: 1/16).
@@ -27,9 +26,7 @@ pub struct Dctcp {
 impl Dctcp {
     pub fn new(initial_window: u64, g: f64) -> Self {
         Self {
-            cwnd: initial_window,
-            ssthresh: u64::MAX,
-            acked_in_ca: 0,
+            reno: NewReno::new(initial_window),
             alpha: 1.0,
             g,
             window_acked: 0,
@@ -46,23 +43,15 @@ impl Dctcp {
 
 impl CongestionControl for Dctcp {
     fn window(&self) -> u64 {
-        self.cwnd
+        self.reno.window()
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.reno.ssthresh()
     }
 
     fn on_ack(&mut self, ack: &AckEvent) {
-        if self.cwnd < self.ssthresh {
-            self.cwnd += ack.acked.min(ack.mss);
-        } else {
-            self.acked_in_ca += ack.acked;
-            if self.acked_in_ca >= self.cwnd {
-                self.acked_in_ca -= self.cwnd;
-                self.cwnd += ack.mss;
-            }
-        }
+        self.reno.on_ack(ack);
     }
 
     fn on_ecn(&mut self, ack: &AckEvent) {
@@ -78,24 +67,19 @@ impl CongestionControl for Dctcp {
             self.window_end = ack.snd_nxt;
         }
         if ack.ce > 0 && ack.snd_una >= self.cut_until {
-            let cut = (self.cwnd as f64 * self.alpha / 2.0) as u64;
-            self.cwnd = (self.cwnd - cut).max(ack.mss);
-            self.ssthresh = self.cwnd;
-            self.acked_in_ca = 0;
+            let cwnd = self.reno.window();
+            let cut = (cwnd as f64 * self.alpha / 2.0) as u64;
+            self.reno.reduce_to((cwnd - cut).max(ack.mss));
             self.cut_until = ack.snd_nxt;
         }
     }
 
-    fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = self.ssthresh;
-        self.acked_in_ca = 0;
+    fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
+        self.reno.on_loss(now, flight, mss);
     }
 
-    fn on_timeout(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = mss;
-        self.acked_in_ca = 0;
+    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
+        self.reno.on_timeout(now, flight, mss);
     }
 }
 

@@ -19,6 +19,13 @@ impl NewReno {
             acked_in_ca: 0,
         }
     }
+
+    /// Sets window and threshold to `cwnd` (a controller's own reduction, e.g. DCTCP's).
+    pub fn reduce_to(&mut self, cwnd: u64) {
+        self.cwnd = cwnd;
+        self.ssthresh = cwnd;
+        self.acked_in_ca = 0;
+    }
 }
 
 impl CongestionControl for NewReno {
