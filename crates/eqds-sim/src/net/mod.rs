@@ -93,6 +93,7 @@ impl NetworkBuilder {
     }
 
     fn push_port(&mut self, owner: Node, queue: Box<dyn queue::QueueDiscipline>) -> PortId {
+        let bypass_idle = queue.bypass_when_idle();
         self.net.ports.push(Port {
             rate_bps: 1,
             latency: 0,
@@ -102,6 +103,7 @@ impl NetworkBuilder {
             queue,
             busy_until: 0,
             tx_done_pending: false,
+            bypass_idle,
             stats: Default::default(),
         });
         (self.net.ports.len() - 1) as PortId

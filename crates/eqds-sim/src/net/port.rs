@@ -28,6 +28,8 @@ pub struct Port {
     pub busy_until: Time,
     /// A `TxDone` event for this port is in the event queue.
     pub tx_done_pending: bool,
+    /// The discipline lets an idle port skip it (see `QueueDiscipline::bypass_when_idle`).
+    pub bypass_idle: bool,
     pub stats: PortStats,
 }
 
@@ -42,6 +44,13 @@ pub struct PortCtx<'a> {
 impl Port {
     /// Offers a packet to this port. A refused packet is freed and counted.
     pub fn enqueue(&mut self, id: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        // No TxDone pending means nothing is waiting: with an idle transmitter the
+        // packet goes straight onto the wire, as the discipline would have sent it.
+        if self.bypass_idle && !self.tx_done_pending && self.busy_until <= ctx.now {
+            let size = ctx.pkts.get(pkt).size;
+            self.transmit(id, pkt, size, ctx);
+            return;
+        }
         let mut qctx = QueueCtx {
             pkts: ctx.pkts,
             rng: ctx.rng,
@@ -78,9 +87,13 @@ impl Port {
     /// Puts the next waiting packet on the wire, scheduling its arrival and, if more
     /// are waiting, the end of its serialisation.
     fn start_next(&mut self, id: PortId, ctx: &mut PortCtx) {
-        let Some((pkt, size)) = self.queue.dequeue() else {
-            return;
-        };
+        if let Some((pkt, size)) = self.queue.dequeue() {
+            self.transmit(id, pkt, size, ctx);
+        }
+    }
+
+    /// Starts serialising `pkt` now.
+    fn transmit(&mut self, id: PortId, pkt: PacketId, size: u32, ctx: &mut PortCtx) {
         self.busy_until = ctx.now + serialisation_time(size, self.rate_bps);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += size as u64;

@@ -60,4 +60,10 @@ pub trait QueueDiscipline {
     fn backlog_bytes(&self) -> u64;
     /// Packets waiting.
     fn backlog_packets(&self) -> u32;
+    /// True if a packet arriving at an empty queue and an idle transmitter would be
+    /// sent untouched, so the port may skip the discipline (a fast path). Disciplines
+    /// that keep state per packet (averages, per-flow accounting) return false.
+    fn bypass_when_idle(&self) -> bool {
+        true
+    }
 }

@@ -95,4 +95,10 @@ impl QueueDiscipline for Red {
     fn backlog_packets(&self) -> u32 {
         self.tail.backlog_packets()
     }
+
+    /// An empty queue is never marked if `min > 0`, but an averaged queue must see
+    /// every arrival to decay its average.
+    fn bypass_when_idle(&self) -> bool {
+        self.params.weight >= 1.0 && self.params.min > 0
+    }
 }

@@ -36,4 +36,8 @@ impl QueueDiscipline for StrictPriority {
     fn backlog_packets(&self) -> u32 {
         self.classes.iter().map(|c| c.backlog_packets()).sum()
     }
+
+    fn bypass_when_idle(&self) -> bool {
+        self.classes.iter().all(|c| c.bypass_when_idle())
+    }
 }
