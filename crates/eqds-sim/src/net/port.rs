@@ -89,10 +89,17 @@ impl Port {
     fn start_next(&mut self, id: PortId, ctx: &mut PortCtx) {
         if let Some((pkt, size)) = self.queue.dequeue() {
             self.transmit(id, pkt, size, ctx);
+            if self.queue.backlog_packets() > 0 {
+                self.stats.max_backlog_bytes =
+                    self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
+                ctx.events.push(self.busy_until, Event::TxDone { port: id });
+                self.tx_done_pending = true;
+            }
         }
     }
 
-    /// Starts serialising `pkt` now.
+    /// Starts serialising `pkt` now. The caller schedules the next `TxDone` if more
+    /// packets wait (the idle fast path knows none do without asking the queue).
     fn transmit(&mut self, id: PortId, pkt: PacketId, size: u32, ctx: &mut PortCtx) {
         self.busy_until = ctx.now + serialisation_time(size, self.rate_bps);
         self.stats.tx_packets += 1;
@@ -101,11 +108,5 @@ impl Port {
             self.busy_until + self.latency,
             Event::Arrive { port: id, pkt },
         );
-        if self.queue.backlog_packets() > 0 {
-            self.stats.max_backlog_bytes =
-                self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
-            ctx.events.push(self.busy_until, Event::TxDone { port: id });
-            self.tx_done_pending = true;
-        }
     }
 }
