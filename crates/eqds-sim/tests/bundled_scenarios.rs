@@ -37,3 +37,22 @@ fn bundled_scenarios_load_and_run() {
         dir.display()
     );
 }
+
+#[test]
+fn examples_in_the_scenario_reference_are_valid() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/scenarios.md")).unwrap();
+    let examples: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .collect();
+    assert!(examples.len() >= 2);
+    for text in examples {
+        // Relative files in the examples refer to the bundled scenarios folder.
+        let loaded =
+            Scenario::from_str_with(text, "docs/scenarios.md", root.join("scenarios"), &[])
+                .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        Simulation::new(&loaded, None).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
