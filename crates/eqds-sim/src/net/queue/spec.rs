@@ -82,28 +82,68 @@ fn one_of(packets: Option<u32>, bytes: Option<Bytes>, name: &str) -> Result<(u64
     }
 }
 
+/// A checked queue specification, ready to build.
+enum Plan {
+    DropTail(Limit),
+    Red(Limit, RedParams),
+    StrictPriority(Vec<Plan>),
+}
+
+impl Plan {
+    fn build(self) -> Box<dyn QueueDiscipline> {
+        match self {
+            Plan::DropTail(l) => Box::new(DropTail::new(l)),
+            Plan::Red(l, params) => Box::new(Red::new(l, params)),
+            Plan::StrictPriority(classes) => Box::new(StrictPriority::new(
+                classes.into_iter().map(Plan::build).collect(),
+            )),
+        }
+    }
+}
+
+fn checked_limit(packets: Option<u32>, bytes: Option<Bytes>) -> Result<Limit, String> {
+    if packets == Some(0) || bytes.is_some_and(|b| b.0 == 0) {
+        return Err("a queue limit of 0 would drop every packet".into());
+    }
+    Ok(limit(packets, bytes))
+}
+
 impl QueueSpec {
     /// Checks the parameters; errors are prefixed by the caller with the field path.
     pub fn validate(&self) -> Result<(), String> {
-        let check_limit = |p: Option<u32>, b: Option<Bytes>| -> Result<(), String> {
-            if p == Some(0) || b.is_some_and(|b| b.0 == 0) {
-                return Err("a queue limit of 0 would drop every packet".into());
-            }
-            Ok(())
-        };
+        self.plan().map(|_| ())
+    }
+
+    /// Builds the discipline. Call [`validate`](Self::validate) first.
+    pub fn build(&self) -> Box<dyn QueueDiscipline> {
+        self.plan()
+            .expect("queue specs are validated when the scenario loads")
+            .build()
+    }
+
+    fn plan(&self) -> Result<Plan, String> {
         match self {
             QueueSpec::DropTail {
                 limit_packets,
                 limit_bytes,
-            } => check_limit(*limit_packets, *limit_bytes),
+            } => Ok(Plan::DropTail(checked_limit(*limit_packets, *limit_bytes)?)),
             QueueSpec::Ecn {
                 limit_packets,
                 limit_bytes,
                 k_packets,
                 k_bytes,
             } => {
-                check_limit(*limit_packets, *limit_bytes)?;
-                one_of(*k_packets, *k_bytes, "k").map(|_| ())
+                let l = checked_limit(*limit_packets, *limit_bytes)?;
+                let (k, in_packets) = one_of(*k_packets, *k_bytes, "k")?;
+                let step = RedParams {
+                    min: k,
+                    max: k,
+                    p_max: 1.0,
+                    in_packets,
+                    weight: 1.0,
+                    drop_non_ect: false,
+                };
+                Ok(Plan::Red(l, step))
             }
             QueueSpec::Red {
                 limit_packets,
@@ -114,9 +154,9 @@ impl QueueSpec {
                 max_bytes,
                 p_max,
                 weight,
-                ..
+                drop_non_ect,
             } => {
-                check_limit(*limit_packets, *limit_bytes)?;
+                let l = checked_limit(*limit_packets, *limit_bytes)?;
                 let (min, min_pk) = one_of(*min_packets, *min_bytes, "min")?;
                 let (max, max_pk) = one_of(*max_packets, *max_bytes, "max")?;
                 if min_pk != max_pk {
@@ -131,70 +171,27 @@ impl QueueSpec {
                 if !(*weight > 0.0 && *weight <= 1.0) {
                     return Err(format!("weight must be within (0, 1], got {weight}"));
                 }
-                Ok(())
+                let params = RedParams {
+                    min,
+                    max,
+                    p_max: *p_max,
+                    in_packets: min_pk,
+                    weight: *weight,
+                    drop_non_ect: *drop_non_ect,
+                };
+                Ok(Plan::Red(l, params))
             }
             QueueSpec::StrictPriority { classes } => {
                 if classes.is_empty() {
                     return Err("strict_priority needs at least one entry in `classes`".into());
                 }
-                for (i, c) in classes.iter().enumerate() {
-                    c.validate().map_err(|e| format!("classes[{i}]: {e}"))?;
-                }
-                Ok(())
+                let plans = classes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| c.plan().map_err(|e| format!("classes[{i}]: {e}")))
+                    .collect::<Result<_, _>>()?;
+                Ok(Plan::StrictPriority(plans))
             }
-        }
-    }
-
-    /// Builds the discipline. Call [`validate`](Self::validate) first.
-    pub fn build(&self) -> Box<dyn QueueDiscipline> {
-        match self {
-            QueueSpec::DropTail {
-                limit_packets,
-                limit_bytes,
-            } => Box::new(DropTail::new(limit(*limit_packets, *limit_bytes))),
-            QueueSpec::Ecn {
-                limit_packets,
-                limit_bytes,
-                k_packets,
-                k_bytes,
-            } => {
-                let (k, in_packets) = one_of(*k_packets, *k_bytes, "k").expect("validated");
-                let params = RedParams {
-                    min: k,
-                    max: k,
-                    p_max: 1.0,
-                    in_packets,
-                    weight: 1.0,
-                    drop_non_ect: false,
-                };
-                Box::new(Red::new(limit(*limit_packets, *limit_bytes), params))
-            }
-            QueueSpec::Red {
-                limit_packets,
-                limit_bytes,
-                min_packets,
-                max_packets,
-                min_bytes,
-                max_bytes,
-                p_max,
-                weight,
-                drop_non_ect,
-            } => {
-                let (min, in_packets) = one_of(*min_packets, *min_bytes, "min").expect("validated");
-                let (max, _) = one_of(*max_packets, *max_bytes, "max").expect("validated");
-                let params = RedParams {
-                    min,
-                    max,
-                    p_max: *p_max,
-                    in_packets,
-                    weight: *weight,
-                    drop_non_ect: *drop_non_ect,
-                };
-                Box::new(Red::new(limit(*limit_packets, *limit_bytes), params))
-            }
-            QueueSpec::StrictPriority { classes } => Box::new(StrictPriority::new(
-                classes.iter().map(|c| c.build()).collect(),
-            )),
         }
     }
 }
