@@ -9,3 +9,7 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 
 cargo test --release --workspace
+
+# The experiment tooling (eqds_lab) and its tests, Ray included.
+python3 -m pip install --quiet --disable-pip-version-check -e "python/eqds_lab[test,ray]"
+EQDS_SIM="$PWD/target/release/eqds-sim" python3 -m pytest -q python/eqds_lab/tests

@@ -1,0 +1,121 @@
+"""Sweeps on the local pool and on Ray, resumption, and failure isolation."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eqds_lab import Sweep, load_flows, load_summaries, run_sweep
+from eqds_lab.sweep import simulator
+
+SCENARIO = """
+[topology]
+kind = "dumbbell"
+left = 2
+right = 1
+link = { rate = "10Gbps", latency = "1us" }
+bottleneck = { rate = "10Gbps", latency = "1us" }
+
+[switch]
+queue = { kind = "drop_tail", limit_packets = 20 }
+
+[transport]
+min_rto = "200us"
+initial_rto = "200us"
+
+[workload]
+kind = "flows"
+flows = [{ src = 0, dst = 2, size = 200000 }, { src = 1, dst = 2, size = 200000 }]
+
+[stop]
+time = "50ms"
+"""
+
+
+@pytest.fixture(scope="session")
+def binary() -> Path:
+    return simulator()
+
+
+def make_sweep(tmp: Path, grid: str, out: str = "runs") -> Sweep:
+    (tmp / "scenario.toml").write_text(SCENARIO)
+    (tmp / "sweep.toml").write_text(
+        textwrap.dedent(
+            f"""
+            scenario = "scenario.toml"
+            seeds = [1, 2]
+            out = "{out}"
+            [set]
+            "transport.mtu" = 1500
+            [grid]
+            {grid}
+            """
+        )
+    )
+    return Sweep.load(tmp / "sweep.toml")
+
+
+def quiet(_outcome) -> None:
+    pass
+
+
+def test_local_sweep_runs_every_combination_and_resumes(tmp_path, binary):
+    sweep = make_sweep(tmp_path, '"switch.queue.limit_packets" = [5, 50]')
+    outcomes = run_sweep(sweep, binary=binary, workers=2, progress=quiet)
+    assert [o.status for o in outcomes] == ["ran"] * 4
+    flows = load_flows(sweep)
+    assert flows.height == 8
+    assert set(flows["switch.queue.limit_packets"].to_list()) == {"5", "50"}
+    assert (flows["bytes_delivered"] == 200000).all()
+    summaries = load_summaries(sweep)
+    assert summaries.height == 4
+    assert (summaries["completed"] == 2).all()
+    # The swept limit reached each run: no backlog ever exceeded it.
+    for run in sweep.runs():
+        links = json.loads((run.out / "summary.json").read_text())["links"]
+        limit = int(run.params["switch.queue.limit_packets"])
+        switch_deepest = max(
+            links[t]["max_backlog_bytes"] for t in ("switch_down", "bottleneck_lr", "bottleneck_rl")
+        )
+        assert switch_deepest <= limit * 1500
+    # Resuming skips everything already done.
+    again = run_sweep(sweep, binary=binary, workers=2, progress=quiet)
+    assert [o.status for o in again] == ["skipped"] * 4
+    assert load_flows(sweep).equals(flows)
+
+
+def test_a_broken_run_is_reported_and_the_others_finish(tmp_path, binary):
+    sweep = make_sweep(tmp_path, '"switch.queue.limit_packets" = [10, 0]')
+    outcomes = run_sweep(sweep, binary=binary, workers=2, progress=quiet)
+    failed = [o for o in outcomes if o.status == "failed"]
+    assert len(failed) == 2
+    assert all("limit" in o.error for o in failed)
+    assert sum(o.status == "ran" for o in outcomes) == 2
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+def test_ray_gives_the_same_results_as_the_local_pool(tmp_path, binary):
+    local = make_sweep(tmp_path, '"switch.queue.limit_packets" = [5, 50]', out="local")
+    remote = make_sweep(tmp_path, '"switch.queue.limit_packets" = [5, 50]', out="ray")
+    run_sweep(local, binary=binary, workers=2, progress=quiet)
+    outcomes = run_sweep(remote, binary=binary, ray_address="local", progress=quiet)
+    assert [o.status for o in outcomes] == ["ran"] * 4
+    for a, b in zip(local.runs(), remote.runs()):
+        assert (a.out / "flows.csv").read_bytes() == (b.out / "flows.csv").read_bytes()
+        assert (a.out / "summary.json").read_bytes() == (b.out / "summary.json").read_bytes()
+
+
+def test_bad_sweep_files_are_rejected(tmp_path):
+    (tmp_path / "s.toml").write_text("seeds = [1]\n")
+    with pytest.raises(ValueError, match="scenario"):
+        Sweep.load(tmp_path / "s.toml")
+    (tmp_path / "s.toml").write_text('scenario = "x.toml"\n[grid]\n"a.b" = []\n')
+    with pytest.raises(ValueError, match="non-empty"):
+        Sweep.load(tmp_path / "s.toml")
+    (tmp_path / "s.toml").write_text('scenario = "x.toml"\nbogus = 1\n')
+    with pytest.raises(ValueError, match="bogus"):
+        Sweep.load(tmp_path / "s.toml")
