@@ -1,6 +1,16 @@
 """eqds_lab: run eqds-sim sweeps locally, load their results, plot them."""
 
+from .report import Quantity, report, write_result
 from .results import load_flows, load_summaries
 from .sweep import Run, Sweep, run_sweep
 
-__all__ = ["Run", "Sweep", "load_flows", "load_summaries", "run_sweep"]
+__all__ = [
+    "Quantity",
+    "Run",
+    "Sweep",
+    "load_flows",
+    "load_summaries",
+    "report",
+    "run_sweep",
+    "write_result",
+]

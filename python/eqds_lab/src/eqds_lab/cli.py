@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .report import report
 from .sweep import Sweep, run_sweep
 
 
@@ -17,7 +18,16 @@ def main(argv: list[str] | None = None) -> int:
     sw.add_argument("--jobs", type=int, default=None, help="local parallel runs (default: cores)")
     sw.add_argument("--ray", metavar="ADDRESS", help="run on Ray: 'local' or a cluster address")
     sw.add_argument("--sim", type=Path, help="eqds-sim binary (default: build the repository's)")
+    rp = sub.add_parser("report", help="regenerate experiments/README.md from result.json files")
+    rp.add_argument("--experiments", type=Path, default=Path("experiments"))
     args = ap.parse_args(argv)
+    if args.command == "report":
+        if not args.experiments.is_dir():
+            print(f"error: {args.experiments} is not a directory", file=sys.stderr)
+            return 2
+        report(args.experiments)
+        print(f"wrote {args.experiments / 'README.md'}")
+        return 0
     if args.command == "sweep":
         try:
             sweep = Sweep.load(args.file)

@@ -1,0 +1,84 @@
+"""Plot helpers write a PNG and its data; results and the experiments table."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from eqds_lab import Quantity, report, write_result
+from eqds_lab.plots import cdf, over_time, percentiles_vs, ranked
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_plots_write_png_and_the_data_behind_it(tmp_path):
+    made = [
+        cdf({"a": [3, 1, 2], "b": [5]}, tmp_path / "cdf.png", xlabel="x"),
+        ranked({"a": [0.2, 0.9, 0.5]}, tmp_path / "ranked.png", ylabel="y", reference={"p": 0.4}),
+        percentiles_vs({"a": {1: [1, 2, 3], 2: [4, 5, 6]}}, tmp_path / "pv.png", "n", "fct"),
+        over_time({"q": ([0.0, 1.0], [3, 4])}, tmp_path / "t.png", ylabel="packets"),
+    ]
+    for png in made:
+        assert png.read_bytes()[:8] == PNG_MAGIC
+    rows = read_csv(tmp_path / "cdf.csv")
+    assert [(r["series"], float(r["x"]), float(r["cdf"])) for r in rows][:3] == [
+        ("a", 1.0, 1 / 3),
+        ("a", 2.0, 2 / 3),
+        ("a", 3.0, 1.0),
+    ]
+    assert [float(r["value"]) for r in read_csv(tmp_path / "ranked.csv")] == [0.9, 0.5, 0.2]
+    pv = {(r["percentile"], r["x"]): float(r["value"]) for r in read_csv(tmp_path / "pv.csv")}
+    assert pv[("50", "1")] == 2.0 and pv[("99", "2")] == 5.98
+
+
+def test_results_and_the_generated_table(tmp_path):
+    for name, ours in [("exp-a", 0.41), ("exp-b", 0.9)]:
+        d = tmp_path / name
+        d.mkdir()
+        passed = write_result(
+            d, "Fig. 1", "setup", [Quantity("mean", 0.4, ours, 0.1)], plot="x.png"
+        )
+        assert passed == (name == "exp-a")
+        assert json.loads((d / "result.json").read_text())["quantities"][0]["pass"] == passed
+    text = report(tmp_path)
+    assert (tmp_path / "README.md").read_text() == text
+    assert (
+        "| [exp-a](exp-a/) | Fig. 1 | mean | 0.4 | 0.41 | ±0.1 | pass | [x.png](exp-a/x.png) |"
+        in text
+    )
+    assert "| 0.9 | ±0.1 | **fail** |" in text
+
+
+def test_fig8_runs_through_eqds_lab_quick(tmp_path):
+    root = Path(__file__).resolve().parents[3]
+    env = os.environ | {
+        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
+    }
+    script = root / "experiments/fig8-permutation/run.py"
+    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["experiment"] == "fig8-permutation"
+    q = result["quantities"][0]
+    assert 0.0 < q["ours"] < 1.0
+    assert (tmp_path / "fig8.png").read_bytes()[:8] == PNG_MAGIC
+    assert len(read_csv(tmp_path / "fig8.csv")) == 3 * 128
+
+
+def test_committed_experiments_table_is_up_to_date(tmp_path):
+    experiments = Path(__file__).resolve().parents[3] / "experiments"
+    for result in experiments.glob("*/result.json"):
+        (tmp_path / result.parent.name).mkdir()
+        (tmp_path / result.parent.name / "result.json").write_bytes(result.read_bytes())
+    expected = report(tmp_path)
+    assert (experiments / "README.md").read_text() == expected, "run `eqds-lab report`"
