@@ -86,6 +86,10 @@ def test_local_sweep_runs_every_combination_and_resumes(tmp_path, binary):
     again = run_sweep(sweep, binary=binary, workers=2, progress=quiet)
     assert [o.status for o in again] == ["skipped"] * 4
     assert load_flows(sweep).equals(flows)
+    # Editing the scenario invalidates the finished runs.
+    (tmp_path / "scenario.toml").write_text(SCENARIO.replace('"50ms"', '"60ms"'))
+    edited = run_sweep(sweep, binary=binary, workers=2, progress=quiet)
+    assert [o.status for o in edited] == ["ran"] * 4
 
 
 def test_a_broken_run_is_reported_and_the_others_finish(tmp_path, binary):

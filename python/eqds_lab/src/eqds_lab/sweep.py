@@ -14,8 +14,8 @@ A sweep file (TOML):
     "stop.time" = "50ms"
 
 Each run is `eqds-sim run SCENARIO --set k=v ... --seed S --out OUT/RUN_ID`. A run whose
-directory already holds `run.json` with the same command and simulator version is
-skipped, so an interrupted sweep resumes where it stopped. A failed run is reported with
+directory already holds `run.json` with the same command, scenario contents and
+simulator build is skipped, so an interrupted sweep resumes where it stopped. A failed run is reported with
 its overrides and stderr; the others go on.
 """
 
@@ -167,7 +167,15 @@ def run_sweep(
     binary = Path(binary) if binary else simulator()
     runs = sweep.runs()
     version = binary_version(binary)
-    stamps = {r: {"command": r.command(Path("eqds-sim")), "simulator": version} for r in runs}
+    scenario_digest = hashlib.sha256(sweep.scenario.read_bytes()).hexdigest()
+    stamps = {
+        r: {
+            "command": r.command(Path("eqds-sim")),
+            "scenario": scenario_digest,
+            "simulator": version,
+        }
+        for r in runs
+    }
     report = progress or _print_progress(len(runs))
     outcomes = []
     if ray_address is not None:
@@ -208,7 +216,8 @@ def _print_progress(total: int):
         params = " ".join(f"{k}={v}" for k, v in outcome.run.params.items())
         line = f"[{count}/{total}] {outcome.status:7} {params}"
         if outcome.status == "failed":
-            line += "\n    " + outcome.error.replace("\n", "\n    ")
+            line += f"\n    scenario {outcome.run.scenario}\n    "
+            line += outcome.error.replace("\n", "\n    ")
         print(line, file=sys.stderr, flush=True)
 
     return report
