@@ -123,3 +123,15 @@ def test_bad_sweep_files_are_rejected(tmp_path):
     (tmp_path / "s.toml").write_text('scenario = "x.toml"\nbogus = 1\n')
     with pytest.raises(ValueError, match="bogus"):
         Sweep.load(tmp_path / "s.toml")
+
+
+def test_cli_sweep_and_its_errors(tmp_path, binary, capsys):
+    from eqds_lab.cli import main
+
+    assert main(["sweep", str(tmp_path / "missing.toml")]) == 2
+    assert main(["report", "--experiments", str(tmp_path / "nowhere")]) == 2
+    make_sweep(tmp_path, '"switch.queue.limit_packets" = [10, 0]')
+    assert main(["sweep", str(tmp_path / "sweep.toml"), "--sim", str(binary)]) == 1
+    out = capsys.readouterr()
+    assert "2 ran, 0 skipped, 2 failed" in out.out
+    assert "limit_packets=0" in out.err and "scenario.toml" in out.err
