@@ -6,6 +6,10 @@ mod common;
 use eqds_sim::output::{flow_throughput_bps, jain_index};
 use std::collections::HashSet;
 
+/// Payload a 10 Gbps link can carry with 1500 B packets and 64 B headers: throughput
+/// counts payload, so this is 100%.
+const GOODPUT_CAPACITY: f64 = 10e9 * 1436.0 / 1500.0;
+
 #[test]
 fn one_newreno_flow_fills_a_10g_bottleneck() {
     let text = r#"
@@ -188,4 +192,77 @@ fn same_scenario_and_seed_give_identical_bytes() {
     // A different seed changes the run (and so the flows file).
     common::run_dir(&DETERMINISM.replace("seed = 5", "seed = 6"), c.path());
     assert_ne!(outputs(a.path())[0].1, outputs(c.path())[0].1);
+}
+
+/// One 100-segment flow over an uncongested path; returns (ACKs sent, completion time).
+fn acks_for_one_flow(delayed: bool) -> (u64, u64) {
+    let text = format!(
+        r#"
+        [topology]
+        kind = "dumbbell"
+        left = 1
+        right = 1
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        bottleneck = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "drop_tail", limit_packets = 1000 }}
+        [transport]
+        mtu = 1500
+        header = 64
+        initial_window = 1000
+        delayed_ack = {delayed}
+        delayed_ack_timeout = "50us"
+        [workload]
+        kind = "flows"
+        flows = [{{ src = 0, dst = 1, size = 143600 }}]
+        [stop]
+        time = "10ms"
+    "#
+    );
+    let (flows, _, sim) = common::run(&text);
+    // Host 1's NIC sends nothing but ACKs.
+    (
+        sim.network().ports[1].stats.tx_packets,
+        flows[0].fct().unwrap(),
+    )
+}
+
+#[test]
+fn delayed_acks_halve_the_ack_count_and_do_not_stall_the_flow() {
+    let (immediate, fct_immediate) = acks_for_one_flow(false);
+    let (delayed, fct_delayed) = acks_for_one_flow(true);
+    assert_eq!(immediate, 100, "one ACK per segment");
+    assert_eq!(delayed, 50, "one ACK per two segments");
+    // The receiver completes on the last segment either way.
+    assert_eq!(fct_immediate, fct_delayed);
+}
+
+#[test]
+fn one_cubic_flow_fills_a_10g_bottleneck() {
+    let text = r#"
+        [topology]
+        kind = "dumbbell"
+        left = 1
+        right = 1
+        link = { rate = "40Gbps", latency = "1us" }
+        bottleneck = { rate = "10Gbps", latency = "1us" }
+        [switch]
+        queue = { kind = "drop_tail", limit_packets = 100 }
+        [transport]
+        protocol = "cubic"
+        mtu = 1500
+        min_rto = "1ms"
+        [workload]
+        kind = "flows"
+        flows = [{ src = 0, dst = 1 }]
+        [stop]
+        time = "30ms"
+        warmup = "10ms"
+    "#;
+    let (flows, stats, sim) = common::run(text);
+    let fraction = flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time) / GOODPUT_CAPACITY;
+    assert!(
+        (0.95..=1.0 + 1e-9).contains(&fraction),
+        "Cubic reached {fraction:.3}"
+    );
 }
