@@ -129,3 +129,55 @@ fn drop_tail_overflow_is_counted_exactly() {
         assert_eq!(w[1] - w[0], ser);
     }
 }
+
+#[test]
+fn a_trimming_switch_trims_returns_and_tcp_still_completes() {
+    // Eight one-window bursts into one port with an 8-packet data queue and a
+    // 4-header header queue: the excess is trimmed, the headers that do not fit go
+    // back to their senders, and TCP (for which a trim is a loss) recovers by RTO.
+    let flows: Vec<String> = (1..=8)
+        .map(|s| format!("{{ src = {s}, dst = 0, size = 14360 }}"))
+        .collect();
+    let text = format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 9
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "trimming", data_packets = 8, header_packets = 4 }}
+        [transport]
+        mtu = 1500
+        min_rto = "100us"
+        initial_rto = "100us"
+        [workload]
+        kind = "flows"
+        flows = [{}]
+        [stop]
+        time = "100ms"
+        "#,
+        flows.join(", ")
+    );
+    let (flows, stats, sim) = common::run(&text);
+    assert_eq!(stats.reason, eqds_sim::sim::StopReason::FlowsComplete);
+    assert!(flows.iter().all(|f| f.delivered == 14360));
+    let net = sim.network();
+    let to_receiver = net
+        .ports
+        .iter()
+        .find(|p| p.peer == eqds_sim::ids::Node::Host(0))
+        .unwrap();
+    assert!(
+        to_receiver.stats.trims > 0 && to_receiver.stats.returns > 0,
+        "{:?}",
+        to_receiver.stats
+    );
+    // Returned headers travel back towards the senders: their ports carried them.
+    let back: u64 = net
+        .ports
+        .iter()
+        .filter(|p| p.peer != eqds_sim::ids::Node::Host(0))
+        .map(|p| p.stats.tx_packets)
+        .sum();
+    assert!(back > 0);
+}

@@ -25,6 +25,10 @@ pub mod flags {
     pub const CE: u8 = 1 << 1;
     /// The sender retransmitted this packet.
     pub const RETRANSMIT: u8 = 1 << 2;
+    /// A trimming queue cut this data packet to its header (NDP's "trimmed" bit).
+    pub const TRIMMED: u8 = 1 << 3;
+    /// A switch sent this header back to its source (its addresses are swapped).
+    pub const RETURNED: u8 = 1 << 4;
 }
 
 /// One packet in flight. Fields that a kind does not use stay zero. Aligned to a
@@ -38,6 +42,8 @@ pub struct Packet {
     pub flow: FlowId,
     /// Endpoint at `dst` that consumes the packet.
     pub dst_endpoint: EndpointId,
+    /// Endpoint at `src` that sent it (where a returned header goes).
+    pub src_endpoint: EndpointId,
     /// Bytes on the wire, headers included.
     pub size: u32,
     /// Input to the switches' load balancing: a per-flow hash for ECMP, or the
@@ -60,6 +66,13 @@ pub struct Packet {
 }
 
 impl Packet {
+    /// Turns the packet around towards its source (return-to-sender).
+    pub fn reverse(&mut self) {
+        std::mem::swap(&mut self.src, &mut self.dst);
+        std::mem::swap(&mut self.src_endpoint, &mut self.dst_endpoint);
+        self.flags |= flags::RETURNED;
+    }
+
     #[inline]
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0

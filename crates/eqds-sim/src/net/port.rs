@@ -42,14 +42,16 @@ pub struct PortCtx<'a> {
 }
 
 impl Port {
-    /// Offers a packet to this port. A refused packet is freed and counted.
-    pub fn enqueue(&mut self, id: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+    /// Offers a packet to this port. A refused packet is freed and counted; a packet
+    /// the discipline sends back to its source is returned to the caller to route.
+    #[must_use]
+    pub fn enqueue(&mut self, id: PortId, pkt: PacketId, ctx: &mut PortCtx) -> Option<PacketId> {
         // No TxDone pending means nothing is waiting: with an idle transmitter the
         // packet goes straight onto the wire, as the discipline would have sent it.
         if self.bypass_idle && !self.tx_done_pending && self.busy_until <= ctx.now {
             let size = ctx.pkts.get(pkt).size;
             self.transmit(id, pkt, size, ctx);
-            return;
+            return None;
         }
         let mut qctx = QueueCtx {
             pkts: ctx.pkts,
@@ -61,12 +63,16 @@ impl Port {
                 self.stats.drops += 1;
                 self.stats.dropped_bytes += ctx.pkts.get(pkt).size as u64;
                 ctx.pkts.free(pkt);
-                return;
+                return None;
+            }
+            Verdict::Returned => {
+                self.stats.returns += 1;
+                return Some(pkt);
             }
             Verdict::Queued => {}
         }
         if self.tx_done_pending {
-            return;
+            return None;
         }
         if self.busy_until <= ctx.now {
             self.start_next(id, ctx);
@@ -76,6 +82,7 @@ impl Port {
             ctx.events.push(self.busy_until, Event::TxDone { port: id });
             self.tx_done_pending = true;
         }
+        None
     }
 
     /// The transmitter became free and a packet may be waiting.

@@ -79,7 +79,7 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
     let mut out = BufWriter::new(File::create(path)?);
     writeln!(
         out,
-        "port,tier,owner,peer,rate_bps,tx_packets,tx_bytes,utilisation,drops,dropped_bytes,marks,max_backlog_bytes"
+        "port,tier,owner,peer,rate_bps,tx_packets,tx_bytes,utilisation,drops,dropped_bytes,marks,trims,returns,max_backlog_bytes"
     )?;
     let node = |n: crate::ids::Node| match n {
         crate::ids::Node::Host(h) => format!("h{h}"),
@@ -89,7 +89,7 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
         let s = &p.stats;
         writeln!(
             out,
-            "{id},{},{},{},{},{},{},{:.6},{},{},{},{}",
+            "{id},{},{},{},{},{},{},{:.6},{},{},{},{},{},{}",
             net.tier_names[p.tier as usize],
             node(p.owner),
             node(p.peer),
@@ -100,6 +100,8 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
             s.drops,
             s.dropped_bytes,
             s.marks,
+            s.trims,
+            s.returns,
             s.max_backlog_bytes
         )?;
     }
@@ -177,6 +179,8 @@ pub fn summary(
                 "tx_bytes": ports.iter().map(|p| p.stats.tx_bytes).sum::<u64>(),
                 "drops": ports.iter().map(|p| p.stats.drops).sum::<u64>(),
                 "marks": ports.iter().map(|p| p.stats.marks).sum::<u64>(),
+                "trims": ports.iter().map(|p| p.stats.trims).sum::<u64>(),
+                "returns": ports.iter().map(|p| p.stats.returns).sum::<u64>(),
                 "max_backlog_bytes": ports.iter().map(|p| p.stats.max_backlog_bytes).max().unwrap_or(0),
             }),
         );
@@ -206,6 +210,8 @@ pub fn summary(
         "totals": {
             "drops": net.ports.iter().map(|p| p.stats.drops).sum::<u64>(),
             "marks": net.ports.iter().map(|p| p.stats.marks).sum::<u64>(),
+            "trims": net.ports.iter().map(|p| p.stats.trims).sum::<u64>(),
+            "returns": net.ports.iter().map(|p| p.stats.returns).sum::<u64>(),
             "tx_packets": net.ports.iter().map(|p| p.stats.tx_packets).sum::<u64>(),
         },
         "engine": {

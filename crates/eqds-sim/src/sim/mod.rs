@@ -320,10 +320,10 @@ impl Simulation {
             self.world.timers.grow(need);
         }
         self.endpoints[s as usize] = Some(Box::new(TcpSender::new(
-            cfg, flow, spec.src, spec.dst, r, entropy, spec.size,
+            cfg, flow, spec.src, spec.dst, s, r, entropy, spec.size,
         )));
         self.endpoints[r as usize] = Some(Box::new(TcpReceiver::new(
-            cfg, flow, spec.dst, spec.src, s, entropy, spec.size,
+            cfg, flow, spec.dst, r, spec.src, s, entropy, spec.size,
         )));
         let sender = self.endpoints[s as usize].as_mut().expect("just created");
         sender.on_start(&mut Ctx {

@@ -5,7 +5,7 @@
 use super::timers::Timers;
 use crate::engine::{EventQueue, SimRng};
 use crate::flow::FlowRecord;
-use crate::ids::{FlowId, PacketId, PortId};
+use crate::ids::{FlowId, Node, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
 use crate::net::port::PortCtx;
 use crate::net::Network;
@@ -31,16 +31,45 @@ impl World {
         self.enqueue(now, port, id);
     }
 
-    /// Offers a packet to a port.
+    /// Offers a packet to a port. A header the port's discipline returns to its
+    /// sender is turned around and routed by the same switch; if that fails too (or
+    /// the port is a host's), it is dropped and counted there.
     #[inline]
     pub fn enqueue(&mut self, now: Time, port: PortId, pkt: PacketId) {
+        let Some(returned) = self.offer(now, port, pkt) else {
+            return;
+        };
+        let packet = self.pkts.get_mut(returned);
+        packet.reverse();
+        let back = match self.net.ports[port as usize].owner {
+            Node::Switch(s) => {
+                let sw = &self.net.switches[s as usize];
+                Some(sw.route(packet.dst, packet.entropy, self.net.load_balancing))
+            }
+            Node::Host(_) => None,
+        };
+        let bounced_again = match back {
+            Some(out) => self.offer(now, out, returned),
+            None => Some(returned),
+        };
+        if let Some(p) = bounced_again {
+            // A returned header never bounces twice; drop it where it stands.
+            let stats = &mut self.net.ports[port as usize].stats;
+            stats.drops += 1;
+            stats.dropped_bytes += self.pkts.get(p).size as u64;
+            self.pkts.free(p);
+        }
+    }
+
+    #[inline]
+    fn offer(&mut self, now: Time, port: PortId, pkt: PacketId) -> Option<PacketId> {
         let mut ctx = PortCtx {
             now,
             events: &mut self.events,
             pkts: &mut self.pkts,
             rng: &mut self.rng,
         };
-        self.net.ports[port as usize].enqueue(port, pkt, &mut ctx);
+        self.net.ports[port as usize].enqueue(port, pkt, &mut ctx)
     }
 
     /// The port's transmitter is free again.

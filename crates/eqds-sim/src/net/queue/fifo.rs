@@ -27,6 +27,11 @@ impl Fifo {
         Some((pkt, size))
     }
 
+    /// Size of the oldest packet.
+    pub fn front_size(&self) -> Option<u32> {
+        self.items.front().map(|&(_, size)| size)
+    }
+
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

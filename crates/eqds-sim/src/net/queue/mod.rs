@@ -11,12 +11,14 @@ mod fifo;
 mod red;
 mod spec;
 mod strict_priority;
+mod trimming;
 
 pub use drop_tail::DropTail;
 pub use fifo::Fifo;
 pub use red::Red;
 pub use spec::{Limit, QueueSpec};
 pub use strict_priority::StrictPriority;
+pub use trimming::{TrimScheduler, Trimming};
 
 use crate::engine::SimRng;
 use crate::ids::PacketId;
@@ -30,6 +32,10 @@ pub struct PortStats {
     pub drops: u64,
     pub dropped_bytes: u64,
     pub marks: u64,
+    /// Data packets cut to their header by a trimming queue.
+    pub trims: u64,
+    /// Headers sent back to their source because the header queue was full.
+    pub returns: u64,
     /// Largest backlog seen, in bytes (excluding the packet on the wire).
     pub max_backlog_bytes: u64,
 }
@@ -47,6 +53,9 @@ pub enum Verdict {
     Queued,
     /// The discipline refused the packet; the caller frees it and counts the drop.
     Dropped,
+    /// The (already trimmed) packet must go back to its source; the caller swaps its
+    /// addresses and routes it, and counts the return.
+    Returned,
 }
 
 /// A port's queueing behaviour. Implementations are small and each lives in its own

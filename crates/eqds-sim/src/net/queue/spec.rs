@@ -1,7 +1,7 @@
 //! Queue disciplines as written in scenario files, and how they are built.
 
 use super::red::RedParams;
-use super::{DropTail, QueueDiscipline, Red, StrictPriority};
+use super::{DropTail, QueueDiscipline, Red, StrictPriority, TrimScheduler, Trimming};
 use crate::units::value::Bytes;
 use serde::Deserialize;
 
@@ -59,7 +59,52 @@ pub enum QueueSpec {
     },
     /// Strict priority; `classes[0]` is served first. Packets pick a class by `class`.
     StrictPriority { classes: Vec<QueueSpec> },
+    /// NDP's ideal trimming queue: a small data queue, a header queue for trimmed
+    /// headers and control packets, WFQ or strict priority between them.
+    Trimming {
+        /// Data queue size in packets (default 8).
+        #[serde(default = "default_trim_data")]
+        data_packets: u32,
+        /// Header queue size in packets (default 64 per data-queue packet).
+        header_packets: Option<u32>,
+        /// Size of a trimmed header on the wire (default 64 B).
+        #[serde(default = "default_trim_header")]
+        header_bytes: Bytes,
+        /// `"wfq"` (default) or `"strict_priority"`.
+        #[serde(default = "default_trim_sched")]
+        scheduling: String,
+        /// WFQ byte weights (default 10:1 in favour of headers, spec Q1).
+        #[serde(default = "default_header_weight")]
+        header_weight: u32,
+        #[serde(default = "one_u32")]
+        data_weight: u32,
+        /// Return headers to their sender when the header queue is full (default true).
+        #[serde(default = "yes")]
+        return_to_sender: bool,
+    },
 }
+
+fn default_trim_data() -> u32 {
+    8
+}
+fn default_trim_header() -> Bytes {
+    Bytes(64)
+}
+fn default_trim_sched() -> String {
+    "wfq".into()
+}
+fn default_header_weight() -> u32 {
+    10
+}
+fn one_u32() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+
+/// WFQ credit per unit of weight and turn: one 1500 B packet.
+const WFQ_QUANTUM_BYTES: u64 = 1500;
 
 fn one() -> f64 {
     1.0
@@ -87,6 +132,13 @@ enum Plan {
     DropTail(Limit),
     Red(Limit, RedParams),
     StrictPriority(Vec<Plan>),
+    Trimming {
+        data: Limit,
+        headers: Limit,
+        header_bytes: u32,
+        scheduler: TrimScheduler,
+        return_to_sender: bool,
+    },
 }
 
 impl Plan {
@@ -94,6 +146,19 @@ impl Plan {
         match self {
             Plan::DropTail(l) => Box::new(DropTail::new(l)),
             Plan::Red(l, params) => Box::new(Red::new(l, params)),
+            Plan::Trimming {
+                data,
+                headers,
+                header_bytes,
+                scheduler,
+                return_to_sender,
+            } => Box::new(Trimming::new(
+                data,
+                headers,
+                header_bytes,
+                scheduler,
+                return_to_sender,
+            )),
             Plan::StrictPriority(classes) => Box::new(StrictPriority::new(
                 classes.into_iter().map(Plan::build).collect(),
             )),
@@ -180,6 +245,53 @@ impl QueueSpec {
                     drop_non_ect: *drop_non_ect,
                 };
                 Ok(Plan::Red(l, params))
+            }
+            QueueSpec::Trimming {
+                data_packets,
+                header_packets,
+                header_bytes,
+                scheduling,
+                header_weight,
+                data_weight,
+                return_to_sender,
+            } => {
+                let data = checked_limit(Some(*data_packets), None)
+                    .map_err(|e| format!("data_packets: {e}"))?;
+                let header_packets = header_packets.unwrap_or(data_packets.saturating_mul(64));
+                let headers = checked_limit(Some(header_packets), None)
+                    .map_err(|e| format!("header_packets: {e}"))?;
+                if header_bytes.0 == 0 || header_bytes.0 > 65535 {
+                    return Err(format!(
+                        "header_bytes: must be from 1 to 65535, got {}",
+                        header_bytes.0
+                    ));
+                }
+                let scheduler = match scheduling.as_str() {
+                    "strict_priority" => TrimScheduler::StrictPriority,
+                    "wfq" => {
+                        if *header_weight == 0 || *data_weight == 0 {
+                            return Err("header_weight and data_weight: must be at least 1".into());
+                        }
+                        TrimScheduler::Wfq {
+                            quantum: [
+                                *header_weight as u64 * WFQ_QUANTUM_BYTES,
+                                *data_weight as u64 * WFQ_QUANTUM_BYTES,
+                            ],
+                        }
+                    }
+                    other => {
+                        return Err(format!(
+                            "scheduling: `{other}` is not one of `wfq`, `strict_priority`"
+                        ))
+                    }
+                };
+                Ok(Plan::Trimming {
+                    data,
+                    headers,
+                    header_bytes: header_bytes.0 as u32,
+                    scheduler,
+                    return_to_sender: *return_to_sender,
+                })
             }
             QueueSpec::StrictPriority { classes } => {
                 if classes.is_empty() {

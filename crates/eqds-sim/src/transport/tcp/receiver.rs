@@ -13,6 +13,8 @@ pub struct TcpReceiver {
     flow: FlowId,
     /// This endpoint's host (the flow's destination).
     host: HostId,
+    /// This endpoint.
+    me: EndpointId,
     /// The sending host and endpoint.
     peer_host: HostId,
     peer: EndpointId,
@@ -39,6 +41,7 @@ impl TcpReceiver {
         cfg: TcpConfig,
         flow: FlowId,
         host: HostId,
+        me: EndpointId,
         peer_host: HostId,
         peer: EndpointId,
         entropy: u32,
@@ -48,6 +51,7 @@ impl TcpReceiver {
             cfg,
             flow,
             host,
+            me,
             peer_host,
             peer,
             entropy,
@@ -118,6 +122,7 @@ impl TcpReceiver {
             dst: self.peer_host,
             flow: self.flow,
             dst_endpoint: self.peer,
+            src_endpoint: self.me,
             size: self.cfg.header,
             entropy: self.entropy,
             ack: self.rcv_nxt,
@@ -136,7 +141,8 @@ impl Endpoint for TcpReceiver {
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
         let p = *ctx.packet(pkt);
         ctx.free(pkt);
-        if p.kind != PacketKind::Data {
+        // A trimmed header carries no payload; TCP treats it as the loss it is.
+        if p.kind != PacketKind::Data || p.has(flags::TRIMMED) {
             return;
         }
         if p.has(flags::CE) {

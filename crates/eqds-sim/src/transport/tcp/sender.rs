@@ -24,6 +24,8 @@ pub struct TcpSender {
     dst: HostId,
     /// The receiving endpoint at `dst`.
     peer: EndpointId,
+    /// This endpoint.
+    me: EndpointId,
     /// ECMP hash input: this flow's 5-tuple hash.
     entropy: u32,
     /// Bytes to send; `u64::MAX` for a never-ending flow.
@@ -56,6 +58,7 @@ impl TcpSender {
         flow: FlowId,
         src: HostId,
         dst: HostId,
+        me: EndpointId,
         peer: EndpointId,
         entropy: u32,
         size: Option<u64>,
@@ -71,6 +74,7 @@ impl TcpSender {
             src,
             dst,
             peer,
+            me,
             entropy,
             size: size.unwrap_or(u64::MAX),
             snd_una: 0,
@@ -110,6 +114,7 @@ impl TcpSender {
             dst: self.dst,
             flow: self.flow,
             dst_endpoint: self.peer,
+            src_endpoint: self.me,
             size: len + self.cfg.header,
             entropy: self.entropy,
             seq,
@@ -237,7 +242,8 @@ impl Endpoint for TcpSender {
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
         let p = *ctx.packet(pkt);
         ctx.free(pkt);
-        if p.kind == PacketKind::Ack {
+        // TCP cannot use trimmed or returned headers: to it they are losses.
+        if p.kind == PacketKind::Ack && !p.has(flags::TRIMMED | flags::RETURNED) {
             self.on_ack(ctx, p.ack, p.timestamp, p.ce_bytes as u64);
         }
     }

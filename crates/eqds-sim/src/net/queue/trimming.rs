@@ -1,0 +1,315 @@
+//! The ideal NDP trimming queue (Handley et al., SIGCOMM 2017; the trimming paper's
+//! "Ideal" switch; digest: spec/trimming.md §1.B).
+//!
+//! Two queues per port: a small data queue and a header queue. A data packet that does
+//! not fit in the data queue is cut to its header, marked TRIMMED and queued as a
+//! header. Control packets (anything that is not data) and already-trimmed headers
+//! ride the header queue too. When the header queue is also full, the header goes back
+//! to its sender (if enabled) or is dropped; a header already returned once is
+//! dropped rather than bounced again. Between the two queues the scheduler is either
+//! strict priority (headers first) or byte-based weighted fair queuing, the
+//! recommended default, so data keeps moving during heavy trimming.
+
+use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
+use crate::ids::PacketId;
+use crate::net::packet::{flags, PacketKind};
+
+/// How the port chooses between the header and the data queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimScheduler {
+    /// Headers always first.
+    StrictPriority,
+    /// Deficit round robin; each turn adds `quantum` bytes of credit per queue
+    /// (index 0 headers, 1 data).
+    Wfq { quantum: [u64; 2] },
+}
+
+const HEADERS: usize = 0;
+const DATA: usize = 1;
+
+pub struct Trimming {
+    /// Index 0: headers, 1: data.
+    queues: [Fifo; 2],
+    limits: [Limit; 2],
+    /// Size of a trimmed packet on the wire.
+    header_bytes: u32,
+    scheduler: TrimScheduler,
+    return_to_sender: bool,
+    /// DRR credit per queue, in bytes.
+    deficit: [u64; 2],
+    /// Queue whose turn it is under WFQ.
+    turn: usize,
+}
+
+impl Trimming {
+    pub fn new(
+        data_limit: Limit,
+        header_limit: Limit,
+        header_bytes: u32,
+        scheduler: TrimScheduler,
+        return_to_sender: bool,
+    ) -> Self {
+        Trimming {
+            queues: [Fifo::default(), Fifo::default()],
+            limits: [header_limit, data_limit],
+            header_bytes,
+            scheduler,
+            return_to_sender,
+            deficit: [0, 0],
+            turn: HEADERS,
+        }
+    }
+
+    fn admits(&self, q: usize, size: u32) -> bool {
+        self.limits[q].admits(self.queues[q].len(), self.queues[q].bytes(), size)
+    }
+
+    fn pop(&mut self, q: usize) -> Option<(PacketId, u32)> {
+        let item = self.queues[q].pop();
+        if self.queues[q].is_empty() {
+            // An idle queue keeps no credit (DRR).
+            self.deficit[q] = 0;
+        }
+        item
+    }
+}
+
+impl QueueDiscipline for Trimming {
+    fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict {
+        let p = ctx.pkts.get_mut(pkt);
+        let is_data = p.kind == PacketKind::Data && !p.has(flags::TRIMMED);
+        if is_data && self.admits(DATA, p.size) {
+            self.queues[DATA].push(pkt, p.size);
+            return Verdict::Queued;
+        }
+        if is_data {
+            p.size = p.size.min(self.header_bytes);
+            p.flags |= flags::TRIMMED;
+            ctx.stats.trims += 1;
+        }
+        let size = p.size;
+        if self.admits(HEADERS, size) {
+            self.queues[HEADERS].push(pkt, size);
+            Verdict::Queued
+        } else if self.return_to_sender && p.has(flags::TRIMMED) && !p.has(flags::RETURNED) {
+            Verdict::Returned
+        } else {
+            Verdict::Dropped
+        }
+    }
+
+    fn dequeue(&mut self) -> Option<(PacketId, u32)> {
+        match (
+            self.queues[HEADERS].is_empty(),
+            self.queues[DATA].is_empty(),
+        ) {
+            (true, true) => None,
+            (false, true) => self.pop(HEADERS),
+            (true, false) => self.pop(DATA),
+            (false, false) => match self.scheduler {
+                TrimScheduler::StrictPriority => self.pop(HEADERS),
+                TrimScheduler::Wfq { quantum } => loop {
+                    let q = self.turn;
+                    let size = self.queues[q]
+                        .front_size()
+                        .expect("both queues are backlogged") as u64;
+                    if self.deficit[q] >= size {
+                        self.deficit[q] -= size;
+                        return self.pop(q);
+                    }
+                    self.deficit[q] += quantum[q];
+                    self.turn ^= 1;
+                },
+            },
+        }
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.queues[HEADERS].bytes() + self.queues[DATA].bytes()
+    }
+
+    fn backlog_packets(&self) -> u32 {
+        self.queues[HEADERS].len() + self.queues[DATA].len()
+    }
+
+    /// An idle port with an empty data queue admits any packet untouched, as long as
+    /// the data queue holds at least one packet.
+    fn bypass_when_idle(&self) -> bool {
+        self.limits[DATA].packets != Some(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::SimRng;
+    use crate::net::packet::{Packet, PacketSlab};
+    use crate::net::queue::PortStats;
+    use rand::SeedableRng;
+
+    struct Rig {
+        pkts: PacketSlab,
+        rng: SimRng,
+        stats: PortStats,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            Rig {
+                pkts: PacketSlab::new(),
+                rng: SimRng::seed_from_u64(1),
+                stats: PortStats::default(),
+            }
+        }
+
+        fn offer(
+            &mut self,
+            q: &mut Trimming,
+            kind: PacketKind,
+            size: u32,
+            flags: u8,
+        ) -> (PacketId, Verdict) {
+            let id = self.pkts.alloc(Packet {
+                kind,
+                size,
+                flags,
+                ..Default::default()
+            });
+            let mut ctx = QueueCtx {
+                pkts: &mut self.pkts,
+                rng: &mut self.rng,
+                stats: &mut self.stats,
+            };
+            (id, q.enqueue(id, &mut ctx))
+        }
+    }
+
+    fn packets(n: u32) -> Limit {
+        Limit {
+            packets: Some(n),
+            bytes: None,
+        }
+    }
+
+    #[test]
+    fn overflow_trims_exactly_the_excess() {
+        let mut rig = Rig::new();
+        let mut q = Trimming::new(
+            packets(8),
+            packets(100),
+            64,
+            TrimScheduler::StrictPriority,
+            true,
+        );
+        let verdicts: Vec<_> = (0..20)
+            .map(|_| rig.offer(&mut q, PacketKind::Data, 9000, 0))
+            .collect();
+        assert!(verdicts.iter().all(|(_, v)| *v == Verdict::Queued));
+        assert_eq!(rig.stats.trims, 12);
+        for (i, (id, _)) in verdicts.iter().enumerate() {
+            let p = rig.pkts.get(*id);
+            assert_eq!(p.has(flags::TRIMMED), i >= 8, "packet {i}");
+            assert_eq!(p.size, if i >= 8 { 64 } else { 9000 });
+        }
+        // Strict priority: the 12 headers leave before any data.
+        let order: Vec<u32> = std::iter::from_fn(|| q.dequeue())
+            .map(|(_, size)| size)
+            .collect();
+        assert_eq!(order, [vec![64; 12], vec![9000; 8]].concat());
+    }
+
+    #[test]
+    fn control_packets_ride_the_header_queue_untrimmed() {
+        let mut rig = Rig::new();
+        let mut q = Trimming::new(
+            packets(1),
+            packets(10),
+            64,
+            TrimScheduler::StrictPriority,
+            true,
+        );
+        rig.offer(&mut q, PacketKind::Data, 1500, 0);
+        let (ack, v) = rig.offer(&mut q, PacketKind::Ack, 64, 0);
+        assert_eq!(v, Verdict::Queued);
+        assert!(!rig.pkts.get(ack).has(flags::TRIMMED));
+        assert_eq!(rig.stats.trims, 0);
+        assert_eq!(q.dequeue().map(|(p, _)| p), Some(ack));
+    }
+
+    #[test]
+    fn return_to_sender_only_when_the_header_queue_is_full() {
+        let mut rig = Rig::new();
+        let mut q = Trimming::new(
+            packets(1),
+            packets(2),
+            64,
+            TrimScheduler::StrictPriority,
+            true,
+        );
+        let v: Vec<Verdict> = (0..5)
+            .map(|_| rig.offer(&mut q, PacketKind::Data, 1500, 0).1)
+            .collect();
+        assert_eq!(
+            v,
+            [
+                Verdict::Queued,
+                Verdict::Queued,
+                Verdict::Queued,
+                Verdict::Returned,
+                Verdict::Returned
+            ]
+        );
+        // A header already returned once is dropped, not bounced again.
+        let (_, again) = rig.offer(
+            &mut q,
+            PacketKind::Data,
+            64,
+            flags::TRIMMED | flags::RETURNED,
+        );
+        assert_eq!(again, Verdict::Dropped);
+        // Without return-to-sender the overflow is dropped.
+        let mut q = Trimming::new(
+            packets(1),
+            packets(2),
+            64,
+            TrimScheduler::StrictPriority,
+            false,
+        );
+        let v: Vec<Verdict> = (0..4)
+            .map(|_| rig.offer(&mut q, PacketKind::Data, 1500, 0).1)
+            .collect();
+        assert_eq!(v[3], Verdict::Dropped);
+    }
+
+    #[test]
+    fn wfq_shares_bytes_by_weight_and_keeps_data_moving() {
+        let mut rig = Rig::new();
+        let quantum = [10 * 1500, 1500];
+        let mut q = Trimming::new(
+            packets(10_000),
+            packets(100_000),
+            64,
+            TrimScheduler::Wfq { quantum },
+            true,
+        );
+        for _ in 0..5_000 {
+            rig.offer(&mut q, PacketKind::Data, 1500, 0);
+        }
+        for _ in 0..100_000 {
+            rig.offer(&mut q, PacketKind::Ack, 64, 0);
+        }
+        // While both queues are backlogged, bytes served follow the 10:1 weights.
+        let (mut header_bytes, mut data_bytes) = (0u64, 0u64);
+        for _ in 0..20_000 {
+            let (_, size) = q.dequeue().unwrap();
+            if size == 64 {
+                header_bytes += 64
+            } else {
+                data_bytes += size as u64
+            }
+        }
+        let ratio = header_bytes as f64 / data_bytes as f64;
+        assert!((9.0..=11.0).contains(&ratio), "header:data bytes = {ratio}");
+        assert!(data_bytes > 0);
+    }
+}
