@@ -9,7 +9,7 @@ mod event_queue;
 
 pub use event_queue::EventQueue;
 
-use crate::ids::{EndpointId, FlowId, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, PacketId, PortId};
 
 /// The run's only source of randomness. ChaCha8 is portable and its stream is stable
 /// across platforms and crate versions, which byte-identical outputs require.
@@ -25,6 +25,8 @@ pub enum Event {
     Arrive { port: PortId, pkt: PacketId },
     /// A transport endpoint's timer may be due (see `transport::timers`).
     Timer { endpoint: EndpointId },
+    /// A host's pull pacer may release its next PULL.
+    PullSlot { host: HostId },
     /// A flow of the workload starts.
     FlowStart { flow: FlowId },
     /// Periodic sampling for one of the time-series outputs.

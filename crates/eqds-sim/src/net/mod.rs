@@ -47,6 +47,59 @@ impl Network {
     pub fn host_rate(&self, host: HostId) -> u64 {
         self.ports[host as usize].rate_bps
     }
+
+    /// Equal-cost up-paths from a host to the top tier: the product of the uplink
+    /// counts met going up. With spraying, path ids `0..path_count()` are distinct.
+    pub fn path_count(&self) -> u32 {
+        let mut paths: u32 = 1;
+        let mut node = self.ports[self.host_port(0) as usize].peer;
+        let mut seen = Vec::new();
+        while let Node::Switch(s) = node {
+            let sw = &self.switches[s as usize];
+            // A dumbbell's two switches are each other's uplink: stop going round.
+            if sw.n_up == 0 || seen.contains(&s) {
+                break;
+            }
+            seen.push(s);
+            paths = paths.saturating_mul(sw.n_up);
+            node = self.ports[sw.first_up as usize].peer;
+        }
+        paths
+    }
+
+    /// Time for one packet of `size` bytes to go from `src` to `dst` through empty
+    /// queues (serialisation at every hop plus every link's latency), following the
+    /// path that load-balancing input 0 picks.
+    pub fn unloaded_delay(&self, src: HostId, dst: HostId, size: u32) -> crate::units::Time {
+        let mut total = 0;
+        let mut port = self.host_port(src);
+        loop {
+            let p = &self.ports[port as usize];
+            total += crate::units::serialisation_time(size, p.rate_bps) + p.latency;
+            match p.peer {
+                Node::Host(_) => return total,
+                Node::Switch(s) => {
+                    port = self.switches[s as usize].route(dst, 0, self.load_balancing)
+                }
+            }
+        }
+    }
+
+    /// Base RTT between two hosts: a `data`-byte packet there, a `control`-byte one back.
+    pub fn base_rtt(&self, a: HostId, b: HostId, data: u32, control: u32) -> crate::units::Time {
+        self.unloaded_delay(a, b, data) + self.unloaded_delay(b, a, control)
+    }
+
+    /// The largest base RTT between host 0 and any other host: with the topologies we
+    /// build, the longest path of the network.
+    pub fn max_base_rtt(&self, data: u32, control: u32) -> crate::units::Time {
+        (1..self.n_hosts)
+            .step_by(self.hosts_per_rack.max(1) as usize)
+            .chain(std::iter::once(self.n_hosts - 1))
+            .map(|h| self.base_rtt(0, h, data, control))
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 /// Assembles a [`Network`]: hosts first (so host `h` owns port `h`), then switches,

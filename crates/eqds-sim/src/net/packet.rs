@@ -15,6 +15,18 @@ pub enum PacketKind {
     #[default]
     Data,
     Ack,
+    /// NDP: a NACK for a trimmed packet (`seq` names it).
+    Nack,
+    /// NDP: credit for one more packet (`ack` carries the pull number).
+    Pull,
+}
+
+impl PacketKind {
+    /// Control packets ride a trimming queue's header queue.
+    #[inline]
+    pub fn is_control(self) -> bool {
+        self != PacketKind::Data
+    }
 }
 
 /// Bit flags carried in [`Packet::flags`].
@@ -29,6 +41,9 @@ pub mod flags {
     pub const TRIMMED: u8 = 1 << 3;
     /// A switch sent this header back to its source (its addresses are swapped).
     pub const RETURNED: u8 = 1 << 4;
+    /// NDP: the sender had nothing queued behind this packet, so its arrival needs no
+    /// PULL in return.
+    pub const LAST: u8 = 1 << 5;
 }
 
 /// One packet in flight. Fields that a kind does not use stay zero. Aligned to a
@@ -49,9 +64,10 @@ pub struct Packet {
     /// Input to the switches' load balancing: a per-flow hash for ECMP, or the
     /// sender-chosen path id for spraying.
     pub entropy: u32,
-    /// Data: first payload byte. Unused for pure ACKs.
+    /// Data: first payload byte. NDP ACK/NACK: first byte of the packet answered.
     pub seq: u64,
-    /// ACK: next byte expected (cumulative).
+    /// TCP ACK: next byte expected (cumulative). NDP PULL/ACK/NACK: the receiver's
+    /// pull number for this flow (the sender takes the highest it has seen).
     pub ack: u64,
     /// Time the sender sent it (data), or the echoed send time (ACK).
     pub timestamp: Time,
@@ -63,6 +79,8 @@ pub struct Packet {
     pub flags: u8,
     /// Priority class for strict-priority queues (0 is served first).
     pub class: u8,
+    /// Subflow of a multipath connection (MPTCP) the packet belongs to.
+    pub subflow: u8,
 }
 
 impl Packet {
@@ -136,6 +154,11 @@ impl PacketSlab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_packet_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Packet>(), 64);
+    }
 
     #[test]
     fn slots_are_reused() {

@@ -1,6 +1,7 @@
 //! `[transport]`: the protocol flows use and its parameters.
 
 use crate::transport::cc::CcKind;
+use crate::transport::ndp::NdpConfig;
 use crate::transport::tcp::{DelayedAck, TcpConfig};
 use crate::units::value::{Bytes, Duration};
 use serde::Deserialize;
@@ -15,6 +16,12 @@ pub enum Protocol {
     Cubic,
     /// DCTCP (RFC 8257), with ECN marking expected at the switches.
     Dctcp,
+    /// NDP (Handley et al., SIGCOMM 2017): receiver-pulled, sprayed, needs trimming
+    /// switches. Parameters in `[transport.ndp]`.
+    Ndp,
+    /// MPTCP with linked-increases coupled congestion control (RFC 6356) over
+    /// NewReno subflows. Parameters in `[transport.mptcp]`.
+    Mptcp,
 }
 
 impl Protocol {
@@ -23,6 +30,8 @@ impl Protocol {
             Protocol::Newreno => "newreno",
             Protocol::Cubic => "cubic",
             Protocol::Dctcp => "dctcp",
+            Protocol::Ndp => "ndp",
+            Protocol::Mptcp => "mptcp",
         }
     }
 }
@@ -71,6 +80,65 @@ pub struct TransportSpec {
     /// Priority class of the flows' packets (strict-priority queues serve 0 first).
     #[serde(default)]
     pub class: u8,
+    /// NDP parameters (used by `protocol = "ndp"` flows).
+    #[serde(default)]
+    pub ndp: NdpSpec,
+    /// MPTCP parameters (used by `protocol = "mptcp"` flows).
+    #[serde(default)]
+    pub mptcp: MptcpSpec,
+}
+
+/// `[transport.ndp]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NdpSpec {
+    /// Packets sent without waiting for PULLs in the first RTT (default: one BDP of
+    /// the longest path in the topology, rounded up).
+    pub initial_window: Option<u32>,
+    /// Safety retransmission timeout for packets neither ACKed nor NACKed.
+    #[serde(default = "default_ndp_rto")]
+    pub rto: Duration,
+    /// Distinct path ids a sender sprays over (default: every equal-cost path of the
+    /// topology).
+    pub paths: Option<u32>,
+    /// Rate at which a host's pull queue releases PULLs, as a fraction of its link
+    /// rate (default 1.0: one PULL per MTU serialisation time).
+    #[serde(default = "default_pull_rate")]
+    pub pull_rate: f64,
+}
+
+impl Default for NdpSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("every NDP field has a default")
+    }
+}
+
+fn default_ndp_rto() -> Duration {
+    Duration(crate::units::MS)
+}
+fn default_pull_rate() -> f64 {
+    1.0
+}
+
+/// `[transport.mptcp]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpSpec {
+    /// Subflows per connection, each on its own ECMP hash (default 8).
+    #[serde(default = "default_subflows")]
+    pub subflows: u32,
+}
+
+impl Default for MptcpSpec {
+    fn default() -> Self {
+        MptcpSpec {
+            subflows: default_subflows(),
+        }
+    }
+}
+
+fn default_subflows() -> u32 {
+    8
 }
 
 fn default_protocol() -> Protocol {
@@ -151,16 +219,52 @@ impl TransportSpec {
         if self.dupack_threshold == 0 {
             return Err("dupack_threshold: must be at least 1".into());
         }
+        let ndp = &self.ndp;
+        if ndp.initial_window == Some(0) {
+            return Err("ndp.initial_window: must be at least 1 packet".into());
+        }
+        if ndp.rto.0 == 0 {
+            return Err("ndp.rto: must be positive".into());
+        }
+        if ndp.paths == Some(0) {
+            return Err("ndp.paths: must be at least 1".into());
+        }
+        if !(ndp.pull_rate > 0.0 && ndp.pull_rate <= 1.0) {
+            return Err(format!(
+                "ndp.pull_rate: must be within (0, 1], got {}",
+                ndp.pull_rate
+            ));
+        }
+        if !(1..=64).contains(&self.mptcp.subflows) {
+            return Err(format!(
+                "mptcp.subflows: must be from 1 to 64, got {}",
+                self.mptcp.subflows
+            ));
+        }
         Ok(())
+    }
+
+    /// NDP parameters on a network with `paths` equal-cost paths whose longest base
+    /// RTT holds `bdp_packets` full packets.
+    pub fn ndp_config(&self, paths: u32, bdp_packets: u32) -> NdpConfig {
+        NdpConfig {
+            mss: (self.mtu.0 - self.header.0) as u32,
+            header: self.header.0 as u32,
+            initial_window: self.ndp.initial_window.unwrap_or(bdp_packets.max(1)),
+            rto: self.ndp.rto.0,
+            paths: self.ndp.paths.unwrap_or(paths),
+            class: self.class,
+        }
     }
 
     /// The TCP parameters for a flow of this transport, optionally with another
     /// protocol (a workload's `protocol` override).
     pub fn tcp_config(&self, protocol: Protocol) -> TcpConfig {
         let cc = match protocol {
-            Protocol::Newreno => CcKind::NewReno,
+            Protocol::Newreno | Protocol::Ndp => CcKind::NewReno,
             Protocol::Cubic => CcKind::Cubic,
             Protocol::Dctcp => CcKind::Dctcp,
+            Protocol::Mptcp => CcKind::Lia,
         };
         TcpConfig {
             cc,

@@ -1,7 +1,10 @@
 //! A run: building the world from a scenario, and the event loop.
 
+mod pull_pacer;
 mod timers;
 mod world;
+
+pub use pull_pacer::PullPacer;
 
 pub use world::World;
 
@@ -12,6 +15,8 @@ use crate::net::packet::PacketSlab;
 use crate::net::{Network, NetworkBuilder};
 use crate::output::series::{FlowSeries, QueueSeries};
 use crate::scenario::{Loaded, Protocol, Scenario};
+use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
+use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::{Ctx, Endpoint};
 use crate::units::Time;
@@ -56,8 +61,11 @@ pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
 pub struct Simulation {
     world: World,
     endpoints: Vec<Option<Box<dyn Endpoint>>>,
-    /// TCP parameters per protocol (indexed by `Protocol as usize`).
-    tcp: [TcpConfig; 3],
+    /// TCP parameters per protocol (indexed by `Protocol as usize`; MPTCP's entry
+    /// is its subflows').
+    tcp: [TcpConfig; 5],
+    ndp: NdpConfig,
+    mptcp_subflows: u32,
     /// Closed-loop drivers by workload index.
     closed_loops: Vec<Option<ClosedLoop>>,
     stop_time: Time,
@@ -127,7 +135,23 @@ impl Simulation {
             flows: Vec::with_capacity(flows.len()),
             timers: Timers::default(),
             completed: Vec::new(),
+            pacers: Vec::new(),
         };
+        let t = &sc.transport;
+        let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
+        let bdp_packets = {
+            let rtt = world.net.max_base_rtt(mtu, header) as u128;
+            let rate = world.net.host_rate(0) as u128;
+            let bytes = rtt * rate / (8 * crate::units::SEC as u128);
+            bytes.div_ceil(mtu as u128) as u32
+        };
+        let ndp = t.ndp_config(world.net.path_count(), bdp_packets);
+        world.pacers = (0..world.net.n_hosts)
+            .map(|h| {
+                let slot = crate::units::serialisation_time(mtu, world.net.host_rate(h));
+                PullPacer::new((slot as f64 / t.ndp.pull_rate).round() as Time)
+            })
+            .collect();
         for spec in flows {
             add_flow(&mut world, spec);
         }
@@ -155,15 +179,19 @@ impl Simulation {
                 flow_series = Some((f.interval.0, series));
             }
         }
-        let t = &sc.transport;
         Ok(Simulation {
             world,
             endpoints: Vec::new(),
             tcp: [
-                t.tcp_config(Protocol::Newreno),
-                t.tcp_config(Protocol::Cubic),
-                t.tcp_config(Protocol::Dctcp),
-            ],
+                Protocol::Newreno,
+                Protocol::Cubic,
+                Protocol::Dctcp,
+                Protocol::Ndp,
+                Protocol::Mptcp,
+            ]
+            .map(|p| t.tcp_config(p)),
+            ndp,
+            mptcp_subflows: t.mptcp.subflows,
             closed_loops,
             stop_time: stop.unwrap_or(Time::MAX),
             stop_when_complete: sc.stop.when_flows_complete,
@@ -301,6 +329,7 @@ impl Simulation {
                     }
                 }
             }
+            Event::PullSlot { host } => self.pull_slot(now, host),
             Event::FlowStart { flow } => self.start_flow(now, flow),
             Event::Sample { series } => self.sample(now, series)?,
         }
@@ -319,18 +348,69 @@ impl Simulation {
             self.endpoints.resize_with(need, || None);
             self.world.timers.grow(need);
         }
-        self.endpoints[s as usize] = Some(Box::new(TcpSender::new(
-            cfg, flow, spec.src, spec.dst, s, r, entropy, spec.size,
-        )));
-        self.endpoints[r as usize] = Some(Box::new(TcpReceiver::new(
-            cfg, flow, spec.dst, r, spec.src, s, entropy, spec.size,
-        )));
+        let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match spec.protocol {
+            Protocol::Ndp => (
+                Box::new(NdpSender::new(
+                    self.ndp, flow, spec.src, spec.dst, s, r, spec.size,
+                )),
+                Box::new(NdpReceiver::new(
+                    self.ndp, flow, spec.dst, r, spec.src, s, spec.size,
+                )),
+            ),
+            Protocol::Mptcp => {
+                // Subflow 0 uses the flow's hash; the others draw their own.
+                let entropies: Vec<u32> = std::iter::once(entropy)
+                    .chain((1..self.mptcp_subflows).map(|_| self.world.rng.random()))
+                    .collect();
+                (
+                    Box::new(MptcpSender::new(
+                        cfg, flow, spec.src, spec.dst, s, r, &entropies, spec.size,
+                    )),
+                    Box::new(MptcpReceiver::new(
+                        cfg, flow, spec.dst, r, spec.src, s, &entropies, spec.size,
+                    )),
+                )
+            }
+            _ => (
+                Box::new(TcpSender::new(
+                    cfg, flow, spec.src, spec.dst, s, r, entropy, spec.size,
+                )),
+                Box::new(TcpReceiver::new(
+                    cfg, flow, spec.dst, r, spec.src, s, entropy, spec.size,
+                )),
+            ),
+        };
+        self.endpoints[s as usize] = Some(sender);
+        self.endpoints[r as usize] = Some(receiver);
         let sender = self.endpoints[s as usize].as_mut().expect("just created");
         sender.on_start(&mut Ctx {
             now,
             me: s,
             world: &mut self.world,
         });
+    }
+
+    /// A host's pull pacer has a slot: the first endpoint in line that still owes a
+    /// PULL sends one.
+    fn pull_slot(&mut self, now: Time, host: crate::ids::HostId) {
+        while let Some(ep) = self.world.pacers[host as usize].take_turn() {
+            let Some(endpoint) = self.endpoints.get_mut(ep as usize).and_then(Option::as_mut)
+            else {
+                continue; // the flow ended while it waited
+            };
+            let turn = endpoint.on_pull_slot(&mut Ctx {
+                now,
+                me: ep,
+                world: &mut self.world,
+            });
+            if turn.sent {
+                self.world.pacers[host as usize].sent(now, ep, turn.owes_more);
+                break;
+            }
+        }
+        if let Some(at) = self.world.pacers[host as usize].reschedule(now) {
+            self.world.events.push(at, Event::PullSlot { host });
+        }
     }
 
     fn on_completions(&mut self, now: Time) {

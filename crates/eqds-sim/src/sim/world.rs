@@ -2,10 +2,11 @@
 //! event queue, the generator, the flow table and the timers. Endpoints get `&mut
 //! World` through `transport::Ctx` while the run loop holds the endpoint table.
 
+use super::pull_pacer::PullPacer;
 use super::timers::Timers;
-use crate::engine::{EventQueue, SimRng};
+use crate::engine::{Event, EventQueue, SimRng};
 use crate::flow::FlowRecord;
-use crate::ids::{FlowId, Node, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
 use crate::net::port::PortCtx;
 use crate::net::Network;
@@ -20,6 +21,8 @@ pub struct World {
     pub timers: Timers,
     /// Flows completed since the run loop last looked.
     pub completed: Vec<FlowId>,
+    /// One pull queue per host, for receiver-driven transports.
+    pub pacers: Vec<PullPacer>,
 }
 
 impl World {
@@ -82,6 +85,13 @@ impl World {
             rng: &mut self.rng,
         };
         self.net.ports[port as usize].on_tx_done(port, &mut ctx);
+    }
+
+    /// Queues endpoint `ep` on `host`'s pull pacer.
+    pub fn join_pull_queue(&mut self, now: Time, host: HostId, ep: EndpointId) {
+        if let Some(at) = self.pacers[host as usize].join(now, ep) {
+            self.events.push(at, Event::PullSlot { host });
+        }
     }
 
     pub fn complete_flow(&mut self, now: Time, flow: FlowId) {

@@ -5,6 +5,8 @@
 //! hold references to each other or to the network.
 
 pub mod cc;
+pub mod mptcp;
+pub mod ndp;
 pub mod tcp;
 
 use crate::flow::FlowRecord;
@@ -21,6 +23,19 @@ pub trait Endpoint {
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId);
     /// The endpoint's timer fired.
     fn on_timer(&mut self, ctx: &mut Ctx);
+    /// It is this endpoint's turn on its host's pull pacer (it joined with
+    /// [`Ctx::join_pull_queue`]). Returns whether it sent a PULL and whether it still
+    /// owes more; an endpoint that sent nothing gives its turn to the next in line.
+    fn on_pull_slot(&mut self, _ctx: &mut Ctx) -> PullTurn {
+        PullTurn::default()
+    }
+}
+
+/// What an endpoint did with its turn on the pull pacer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PullTurn {
+    pub sent: bool,
+    pub owes_more: bool,
 }
 
 /// What an endpoint may do while it handles an event.
@@ -72,6 +87,20 @@ impl Ctx<'_> {
     /// The receiver holds every byte of `flow`.
     pub fn complete_flow(&mut self, flow: FlowId) {
         self.world.complete_flow(self.now, flow);
+    }
+
+    /// Queues this endpoint, living on `host`, on the host's pull pacer. Call it when
+    /// the endpoint's owed PULLs go from zero to one; it is then called back through
+    /// [`Endpoint::on_pull_slot`].
+    #[inline]
+    pub fn join_pull_queue(&mut self, host: HostId) {
+        self.world.join_pull_queue(self.now, host, self.me);
+    }
+
+    /// The run's random generator.
+    #[inline]
+    pub fn rng(&mut self) -> &mut crate::engine::SimRng {
+        &mut self.world.rng
     }
 
     /// Link rate of a host's NIC.

@@ -6,10 +6,12 @@
 
 mod cubic;
 mod dctcp;
+mod lia;
 mod new_reno;
 
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
+pub use lia::{lia_alpha, Lia};
 pub use new_reno::NewReno;
 
 use crate::units::Time;
@@ -45,6 +47,10 @@ pub trait CongestionControl {
     fn on_loss(&mut self, now: Time, flight: u64, mss: u64);
     /// Retransmission timeout: collapse to the loss window.
     fn on_timeout(&mut self, now: Time, flight: u64, mss: u64);
+    /// Multipath coupling, set by the connection before each ACK of one of its
+    /// subflows: the aggressiveness factor and the connection's total window. Only
+    /// coupled controllers use it.
+    fn couple(&mut self, _alpha: f64, _total_window: u64) {}
 }
 
 /// Which controller a TCP flow uses (the scenario's `transport.protocol`).
@@ -53,6 +59,8 @@ pub enum CcKind {
     NewReno,
     Cubic,
     Dctcp,
+    /// MPTCP's linked increases (RFC 6356), for the subflows of one connection.
+    Lia,
 }
 
 impl CcKind {
@@ -61,6 +69,7 @@ impl CcKind {
             CcKind::NewReno => Box::new(NewReno::new(initial_window)),
             CcKind::Cubic => Box::new(Cubic::new(initial_window, mss)),
             CcKind::Dctcp => Box::new(Dctcp::new(initial_window, dctcp_g)),
+            CcKind::Lia => Box::new(Lia::new(initial_window)),
         }
     }
 }

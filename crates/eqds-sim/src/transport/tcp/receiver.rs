@@ -33,6 +33,10 @@ pub struct TcpReceiver {
     /// Delayed-ACK deadline, if an ACK is being held.
     ack_deadline: Option<Time>,
     complete: bool,
+    /// Subflow index of a multipath connection (stamped on ACKs); such a receiver
+    /// learns where its stream ends from a short segment and leaves completing the
+    /// flow to its connection.
+    subflow: Option<u8>,
 }
 
 impl TcpReceiver {
@@ -63,7 +67,14 @@ impl TcpReceiver {
             echo: 0,
             ack_deadline: None,
             complete: false,
+            subflow: None,
         }
+    }
+
+    /// Makes this receiver subflow `index` of a multipath connection.
+    pub fn as_subflow(mut self, index: u8) -> Self {
+        self.subflow = Some(index);
+        self
     }
 
     fn mss(&self) -> u64 {
@@ -107,7 +118,7 @@ impl TcpReceiver {
             *head = false;
         }
         ctx.flow(self.flow).delivered += self.rcv_nxt - before;
-        if self.rcv_nxt >= self.size && !self.complete {
+        if self.rcv_nxt >= self.size && !self.complete && self.subflow.is_none() {
             self.complete = true;
             ctx.complete_flow(self.flow);
         }
@@ -130,6 +141,7 @@ impl TcpReceiver {
             ce_bytes: std::mem::take(&mut self.ce_pending),
             kind: PacketKind::Ack,
             class: self.cfg.class,
+            subflow: self.subflow.unwrap_or(0),
             ..Default::default()
         });
     }
@@ -149,6 +161,10 @@ impl Endpoint for TcpReceiver {
             self.ce_pending = self.ce_pending.saturating_add(p.payload);
         }
         self.echo = p.timestamp;
+        if self.subflow.is_some() && (p.payload as u64) < self.mss() {
+            // Segments are full except a connection's very last one.
+            self.size = self.size.min(p.seq + p.payload as u64);
+        }
         let in_order = self.accept(ctx, p.seq);
         let Some(delay) = self.cfg.delayed_ack else {
             self.send_ack(ctx);

@@ -49,6 +49,8 @@ pub struct TcpSender {
     backoff: u32,
     /// When the retransmission timer expires, if armed.
     rto_deadline: Option<Time>,
+    /// Subflow index stamped on packets (MPTCP); 0 for plain TCP.
+    subflow: u8,
 }
 
 impl TcpSender {
@@ -86,7 +88,50 @@ impl TcpSender {
             pending_ce: 0,
             backoff: 0,
             rto_deadline: None,
+            subflow: 0,
         }
+    }
+
+    /// Makes this sender subflow `index` of a multipath connection.
+    pub fn as_subflow(mut self, index: u8) -> Self {
+        self.subflow = index;
+        self
+    }
+
+    /// When the retransmission timer is due, if armed (a multipath connection
+    /// multiplexes its subflows' timers onto its one timer).
+    pub fn rto_deadline(&self) -> Option<Time> {
+        self.rto_deadline
+    }
+
+    /// Congestion window in bytes.
+    pub fn cwnd(&self) -> u64 {
+        self.cc.window()
+    }
+
+    /// Smoothed RTT, if measured.
+    pub fn srtt(&self) -> Option<Time> {
+        self.rtt.srtt()
+    }
+
+    /// Hands the coupling of its connection to the congestion controller.
+    pub fn couple(&mut self, alpha: f64, total_window: u64) {
+        self.cc.couple(alpha, total_window);
+    }
+
+    /// New bytes the window would let this sender send now, beyond what it was given.
+    pub fn room(&self) -> u64 {
+        if self.snd_nxt < self.size {
+            return 0;
+        }
+        self.window().saturating_sub(self.snd_nxt - self.snd_una)
+    }
+
+    /// Gives the sender `bytes` more to send (a multipath scheduler's assignment) and
+    /// sends what the window allows.
+    pub fn extend(&mut self, ctx: &mut Ctx, bytes: u64) {
+        self.size = self.size.saturating_add(bytes);
+        self.push(ctx);
     }
 
     fn mss(&self) -> u64 {
@@ -123,6 +168,7 @@ impl TcpSender {
             kind: PacketKind::Data,
             flags: f,
             class: self.cfg.class,
+            subflow: self.subflow,
             ..Default::default()
         });
         if self.rto_deadline.is_none() {

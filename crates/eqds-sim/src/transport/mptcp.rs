@@ -1,0 +1,196 @@
+//! MPTCP (RFC 8684) as the Figure 8 comparison needs it: one connection spread over
+//! N TCP NewReno subflows, each on its own ECMP hash, with linked-increases coupled
+//! congestion control (RFC 6356).
+//!
+//! Each subflow is a plain [`TcpSender`]/[`TcpReceiver`] with its own sequence space.
+//! The connection hands data to whichever subflow has window room, one segment-sized
+//! chunk at a time, and multiplexes the subflows' retransmission timers onto its one
+//! endpoint timer. The connection completes when the receiver holds every byte,
+//! whichever subflows carried them. Not modelled: reinjection of data stuck on a
+//! stalled subflow, and the receive window.
+
+use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::transport::cc::lia_alpha;
+use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::{Ctx, Endpoint};
+
+pub struct MptcpSender {
+    subflows: Vec<TcpSender>,
+    /// Connection bytes not yet given to a subflow.
+    unassigned: u64,
+    mss: u64,
+}
+
+impl MptcpSender {
+    /// `entropies[i]` is subflow i's 5-tuple hash.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: TcpConfig,
+        flow: FlowId,
+        src: HostId,
+        dst: HostId,
+        me: EndpointId,
+        peer: EndpointId,
+        entropies: &[u32],
+        size: Option<u64>,
+    ) -> Self {
+        // A never-ending connection gives every subflow a never-ending stream;
+        // a finite one starts them empty and assigns data as windows open.
+        let subflow_size = if size.is_some() { Some(0) } else { None };
+        MptcpSender {
+            subflows: entropies
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| {
+                    TcpSender::new(cfg, flow, src, dst, me, peer, e, subflow_size)
+                        .as_subflow(i as u8)
+                })
+                .collect(),
+            unassigned: size.unwrap_or(0),
+            mss: cfg.mss as u64,
+        }
+    }
+
+    /// Sets subflow `i`'s coupling from the current windows and RTTs of all of them.
+    fn couple(&mut self, i: usize) {
+        let views = self
+            .subflows
+            .iter()
+            .map(|s| (s.cwnd(), s.srtt().unwrap_or(1)));
+        // Until every subflow has an RTT sample, treat the paths as equal.
+        let alpha = if self.subflows.iter().all(|s| s.srtt().is_some()) {
+            lia_alpha(views)
+        } else {
+            lia_alpha(views.map(|(w, _)| (w, 1)))
+        };
+        let total = self.subflows.iter().map(TcpSender::cwnd).sum();
+        self.subflows[i].couple(alpha, total);
+    }
+
+    /// Hands unassigned data to subflows with window room, in whole segments.
+    fn schedule(&mut self, ctx: &mut Ctx) {
+        for s in &mut self.subflows {
+            if self.unassigned == 0 {
+                break;
+            }
+            let room = s.room();
+            if room > 0 {
+                let give = (room.div_ceil(self.mss) * self.mss).min(self.unassigned);
+                self.unassigned -= give;
+                s.extend(ctx, give);
+            }
+        }
+    }
+
+    /// Arms the endpoint timer for the earliest subflow deadline.
+    fn sync_timer(&self, ctx: &mut Ctx) {
+        match self
+            .subflows
+            .iter()
+            .filter_map(TcpSender::rto_deadline)
+            .min()
+        {
+            Some(at) => ctx.set_timer(at),
+            None => ctx.cancel_timer(),
+        }
+    }
+}
+
+impl Endpoint for MptcpSender {
+    fn on_start(&mut self, ctx: &mut Ctx) {
+        for s in &mut self.subflows {
+            s.on_start(ctx);
+        }
+        self.schedule(ctx);
+        self.sync_timer(ctx);
+    }
+
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
+        let i = ctx.packet(pkt).subflow as usize;
+        if i >= self.subflows.len() {
+            ctx.free(pkt);
+            return;
+        }
+        self.couple(i);
+        self.subflows[i].on_packet(ctx, pkt);
+        self.schedule(ctx);
+        self.sync_timer(ctx);
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx) {
+        for s in &mut self.subflows {
+            if s.rto_deadline().is_some_and(|at| at <= ctx.now) {
+                s.on_timer(ctx);
+            }
+        }
+        self.schedule(ctx);
+        self.sync_timer(ctx);
+    }
+}
+
+pub struct MptcpReceiver {
+    flow: FlowId,
+    size: u64,
+    subflows: Vec<TcpReceiver>,
+    complete: bool,
+}
+
+impl MptcpReceiver {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: TcpConfig,
+        flow: FlowId,
+        host: HostId,
+        me: EndpointId,
+        peer_host: HostId,
+        peer: EndpointId,
+        entropies: &[u32],
+        size: Option<u64>,
+    ) -> Self {
+        // One endpoint timer cannot serve several subflows' delayed-ACK deadlines
+        // without reordering them; subflows ACK every segment.
+        let cfg = TcpConfig {
+            delayed_ack: None,
+            ..cfg
+        };
+        MptcpReceiver {
+            flow,
+            size: size.unwrap_or(u64::MAX),
+            subflows: entropies
+                .iter()
+                .enumerate()
+                .map(|(i, &e)| {
+                    TcpReceiver::new(cfg, flow, host, me, peer_host, peer, e, None)
+                        .as_subflow(i as u8)
+                })
+                .collect(),
+            complete: false,
+        }
+    }
+}
+
+impl Endpoint for MptcpReceiver {
+    fn on_start(&mut self, _ctx: &mut Ctx) {}
+
+    fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
+        let i = ctx.packet(pkt).subflow as usize;
+        let Some(s) = self.subflows.get_mut(i) else {
+            ctx.free(pkt);
+            return;
+        };
+        s.on_packet(ctx, pkt);
+        // Subflows carry disjoint data: the connection is whole when their distinct
+        // bytes add up to its size.
+        if !self.complete && ctx.flow(self.flow).received >= self.size {
+            self.complete = true;
+            ctx.complete_flow(self.flow);
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx) {
+        // Delayed ACKs: every subflow whose deadline is due.
+        for s in &mut self.subflows {
+            s.on_timer(ctx);
+        }
+    }
+}
