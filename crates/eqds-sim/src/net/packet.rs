@@ -133,6 +133,13 @@ impl PacketSlab {
     }
 
     #[inline]
+    pub fn prefetch(&self, id: PacketId) {
+        if let Some(p) = self.slots.get(id as usize) {
+            crate::engine::prefetch(p);
+        }
+    }
+
+    #[inline]
     pub fn get(&self, id: PacketId) -> &Packet {
         &self.slots[id as usize]
     }

@@ -246,6 +246,12 @@ impl Simulation {
             }
             self.now = t;
             self.events_processed += 1;
+            if let Some(&Event::Arrive { port, pkt }) = self.world.events.peek_cheap() {
+                self.world.pkts.prefetch(pkt);
+                if let Some(p) = self.world.net.ports.get(port as usize) {
+                    crate::engine::prefetch(p);
+                }
+            }
             if self.events_processed & 0xffff == 0 {
                 progress(t, self.events_processed);
             }
