@@ -74,6 +74,33 @@ fn each_mistake_is_named() {
             "[stop]\nwarmup = \"1ms\"\ntime = \"1ms\"",
             "warmup",
         ),
+        (
+            "mtu = 1500",
+            "mtu = 1500\nndp = { pull_rate = 1.5 }",
+            "ndp.pull_rate",
+        ),
+        (
+            "mtu = 1500",
+            "mtu = 1500\nndp = { initial_window = 0 }",
+            "ndp.initial_window",
+        ),
+        (
+            "mtu = 1500",
+            "mtu = 1500\nndp = { rto = \"0ms\" }",
+            "ndp.rto",
+        ),
+        ("mtu = 1500", "mtu = 1500\nndp = { paths = 0 }", "ndp.paths"),
+        ("mtu = 1500", "mtu = 1500\nndp = { windo = 3 }", "windo"),
+        (
+            "mtu = 1500",
+            "mtu = 1500\nmptcp = { subflows = 0 }",
+            "mptcp.subflows",
+        ),
+        (
+            "mtu = 1500",
+            "mtu = 1500\nmptcp = { subflows = 65 }",
+            "mptcp.subflows",
+        ),
         ("seed = 3", "seed = \"x\"", "seed"),
         ("seed = 3", "seed = 3\nseed = 4", "seed"),
         ("[workload]", "[workloads]", "workload"),

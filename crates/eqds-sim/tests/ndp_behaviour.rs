@@ -213,6 +213,7 @@ fn dumbbell(protocol_flows: &str, subflows: u32) -> String {
         [transport]
         mtu = 1500
         min_rto = "1ms"
+        initial_rto = "1ms"
         mptcp = {{ subflows = {subflows} }}
         {protocol_flows}
         [stop]
@@ -284,4 +285,51 @@ fn finite_mptcp_connections_deliver_every_byte_once() {
         assert_eq!(f.received, size);
         assert_eq!(f.delivered, size);
     }
+}
+
+#[test]
+fn one_mptcp_connection_fills_four_parallel_paths() {
+    // A 40 Gbps host behind four 10 Gbps spine paths: one TCP flow is stuck on one
+    // path; 8 subflows spread over all four and the scheduler keeps every one busy,
+    // without the host ever dropping its own packets.
+    let text = |protocol: &str| {
+        format!(
+            r#"
+            [topology]
+            kind = "leaf_spine"
+            leaves = 2
+            spines = 4
+            hosts_per_leaf = 1
+            link = {{ rate = "10Gbps", latency = "1us" }}
+            host_link = {{ rate = "40Gbps", latency = "1us" }}
+            [switch]
+            queue = {{ kind = "drop_tail", limit_packets = 100 }}
+            [transport]
+            protocol = "{protocol}"
+            mtu = 9000
+            min_rto = "1ms"
+            initial_rto = "1ms"
+            [workload]
+            kind = "flows"
+            flows = [{{ src = 0, dst = 1 }}]
+            [stop]
+            time = "30ms"
+            warmup = "10ms"
+            "#
+        )
+    };
+    let rate = |protocol: &str| {
+        let (flows, stats, sim) = common::run(&text(protocol));
+        let host_drops = sim.network().ports[0].stats.drops;
+        (
+            flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time),
+            host_drops,
+        )
+    };
+    let (tcp, _) = rate("newreno");
+    let (mptcp, host_drops) = rate("mptcp");
+    let payload = 8936.0 / 9000.0;
+    assert!(tcp <= 10e9 * payload * 1.001, "TCP beat one path: {tcp}");
+    assert!(mptcp >= 0.95 * 40e9 * payload, "MPTCP reached only {mptcp}");
+    assert_eq!(host_drops, 0, "the sending host dropped its own packets");
 }

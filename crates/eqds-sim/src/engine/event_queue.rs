@@ -209,13 +209,13 @@ impl EventQueue {
     /// The event that `pop` would return next, when it is cheap to tell (it is in the
     /// bucket being drained); used to prefetch what that event will touch.
     #[inline]
-    pub fn peek_cheap(&self) -> Option<&Event> {
+    pub fn peek_cheap(&self, depth: usize) -> Option<&Event> {
         if !self.cur_sorted {
             return None;
         }
-        self.buckets[(self.cur & MASK) as usize]
-            .last()
-            .map(|e| &e.event)
+        let bucket = &self.buckets[(self.cur & MASK) as usize];
+        let i = bucket.len().checked_sub(1 + depth)?;
+        Some(&bucket[i].event)
     }
 
     pub fn len(&self) -> usize {

@@ -127,12 +127,35 @@ pub struct MptcpSpec {
     /// Subflows per connection, each on its own ECMP hash (default 8).
     #[serde(default = "default_subflows")]
     pub subflows: u32,
+    /// Congestion control of the subflows: `"lia"` (linked increases, RFC 6356,
+    /// the default) or `"uncoupled"` (each subflow an independent NewReno flow).
+    #[serde(default)]
+    pub coupling: Coupling,
+    /// The connection hands out no data while its host's NIC queue holds this many
+    /// packets (Linux's TCP small queues keep a host from dropping its own packets).
+    #[serde(default = "default_nic_limit")]
+    pub nic_limit: u32,
+}
+
+fn default_nic_limit() -> u32 {
+    4
+}
+
+/// How MPTCP's subflows share congestion control.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Coupling {
+    #[default]
+    Lia,
+    Uncoupled,
 }
 
 impl Default for MptcpSpec {
     fn default() -> Self {
         MptcpSpec {
             subflows: default_subflows(),
+            coupling: Coupling::Lia,
+            nic_limit: default_nic_limit(),
         }
     }
 }
@@ -235,6 +258,9 @@ impl TransportSpec {
                 ndp.pull_rate
             ));
         }
+        if self.mptcp.nic_limit == 0 {
+            return Err("mptcp.nic_limit: must be at least 1 packet".into());
+        }
         if !(1..=64).contains(&self.mptcp.subflows) {
             return Err(format!(
                 "mptcp.subflows: must be from 1 to 64, got {}",
@@ -264,7 +290,10 @@ impl TransportSpec {
             Protocol::Newreno | Protocol::Ndp => CcKind::NewReno,
             Protocol::Cubic => CcKind::Cubic,
             Protocol::Dctcp => CcKind::Dctcp,
-            Protocol::Mptcp => CcKind::Lia,
+            Protocol::Mptcp => match self.mptcp.coupling {
+                Coupling::Lia => CcKind::Lia,
+                Coupling::Uncoupled => CcKind::NewReno,
+            },
         };
         TcpConfig {
             cc,

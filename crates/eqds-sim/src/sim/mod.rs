@@ -66,6 +66,7 @@ pub struct Simulation {
     tcp: [TcpConfig; 5],
     ndp: NdpConfig,
     mptcp_subflows: u32,
+    mptcp_nic_limit: u32,
     /// Closed-loop drivers by workload index.
     closed_loops: Vec<Option<ClosedLoop>>,
     stop_time: Time,
@@ -192,6 +193,7 @@ impl Simulation {
             .map(|p| t.tcp_config(p)),
             ndp,
             mptcp_subflows: t.mptcp.subflows,
+            mptcp_nic_limit: t.mptcp.nic_limit,
             closed_loops,
             stop_time: stop.unwrap_or(Time::MAX),
             stop_when_complete: sc.stop.when_flows_complete,
@@ -246,12 +248,7 @@ impl Simulation {
             }
             self.now = t;
             self.events_processed += 1;
-            if let Some(&Event::Arrive { port, pkt }) = self.world.events.peek_cheap() {
-                self.world.pkts.prefetch(pkt);
-                if let Some(p) = self.world.net.ports.get(port as usize) {
-                    crate::engine::prefetch(p);
-                }
-            }
+            self.prefetch_ahead();
             if self.events_processed & 0xffff == 0 {
                 progress(t, self.events_processed);
             }
@@ -284,6 +281,27 @@ impl Simulation {
             events: self.events_processed,
             peak_packets: self.world.pkts.peak(),
         })
+    }
+
+    /// Starts loading what the next event will touch: the packet and port of an
+    /// arrival, the port of a transmitter that frees up.
+    #[inline]
+    fn prefetch_ahead(&self) {
+        let w = &self.world;
+        match w.events.peek_cheap(0) {
+            Some(&Event::Arrive { port, pkt }) => {
+                w.pkts.prefetch(pkt);
+                if let Some(p) = w.net.ports.get(port as usize) {
+                    crate::engine::prefetch(p);
+                }
+            }
+            Some(&Event::TxDone { port }) => {
+                if let Some(p) = w.net.ports.get(port as usize) {
+                    crate::engine::prefetch(p);
+                }
+            }
+            _ => {}
+        }
     }
 
     #[inline]
@@ -370,7 +388,15 @@ impl Simulation {
                     .collect();
                 (
                     Box::new(MptcpSender::new(
-                        cfg, flow, spec.src, spec.dst, s, r, &entropies, spec.size,
+                        cfg,
+                        flow,
+                        spec.src,
+                        spec.dst,
+                        s,
+                        r,
+                        &entropies,
+                        spec.size,
+                        self.mptcp_nic_limit,
                     )),
                     Box::new(MptcpReceiver::new(
                         cfg, flow, spec.dst, r, spec.src, s, &entropies, spec.size,

@@ -97,6 +97,13 @@ impl Ctx<'_> {
         self.world.join_pull_queue(self.now, host, self.me);
     }
 
+    /// Packets waiting in a host's NIC queue (not counting the one on the wire).
+    #[inline]
+    pub fn nic_backlog_packets(&self, host: HostId) -> u32 {
+        let port = self.world.net.host_port(host);
+        self.world.net.ports[port as usize].queue.backlog_packets()
+    }
+
     /// The run's random generator.
     #[inline]
     pub fn rng(&mut self) -> &mut crate::engine::SimRng {

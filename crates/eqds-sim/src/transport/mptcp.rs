@@ -3,11 +3,15 @@
 //! congestion control (RFC 6356).
 //!
 //! Each subflow is a plain [`TcpSender`]/[`TcpReceiver`] with its own sequence space.
-//! The connection hands data to whichever subflow has window room, one segment-sized
-//! chunk at a time, and multiplexes the subflows' retransmission timers onto its one
-//! endpoint timer. The connection completes when the receiver holds every byte,
-//! whichever subflows carried them. Not modelled: reinjection of data stuck on a
-//! stalled subflow, and the receive window.
+//! The connection keeps the data and hands it out one segment at a time, as Linux's
+//! default scheduler does: to the subflow with the lowest smoothed RTT that has window
+//! room. Like Linux's TCP small queues, it stops handing out data while the host's
+//! NIC queue holds `nic_limit` packets, and resumes on the next ACK; so the host's own
+//! queue never drops, and subflows on congested paths lose data to the others instead
+//! of sharing the NIC equally. The subflows' retransmission timers are multiplexed
+//! onto the endpoint's one timer. The connection completes when the receiver holds
+//! every byte, whichever subflows carried them. Not modelled: reinjection of data
+//! stuck on a stalled subflow, and the receive window.
 
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
 use crate::transport::cc::lia_alpha;
@@ -16,9 +20,12 @@ use crate::transport::{Ctx, Endpoint};
 
 pub struct MptcpSender {
     subflows: Vec<TcpSender>,
-    /// Connection bytes not yet given to a subflow.
+    host: HostId,
+    /// Connection bytes not yet given to a subflow (`u64::MAX`: never ends).
     unassigned: u64,
     mss: u64,
+    /// Hand out no data while the NIC queue holds this many packets.
+    nic_limit: u32,
 }
 
 impl MptcpSender {
@@ -33,21 +40,20 @@ impl MptcpSender {
         peer: EndpointId,
         entropies: &[u32],
         size: Option<u64>,
+        nic_limit: u32,
     ) -> Self {
-        // A never-ending connection gives every subflow a never-ending stream;
-        // a finite one starts them empty and assigns data as windows open.
-        let subflow_size = if size.is_some() { Some(0) } else { None };
         MptcpSender {
             subflows: entropies
                 .iter()
                 .enumerate()
                 .map(|(i, &e)| {
-                    TcpSender::new(cfg, flow, src, dst, me, peer, e, subflow_size)
-                        .as_subflow(i as u8)
+                    TcpSender::new(cfg, flow, src, dst, me, peer, e, Some(0)).as_subflow(i as u8)
                 })
                 .collect(),
-            unassigned: size.unwrap_or(0),
+            host: src,
+            unassigned: size.unwrap_or(u64::MAX),
             mss: cfg.mss as u64,
+            nic_limit,
         }
     }
 
@@ -67,18 +73,22 @@ impl MptcpSender {
         self.subflows[i].couple(alpha, total);
     }
 
-    /// Hands unassigned data to subflows with window room, in whole segments.
+    /// Hands out data one segment at a time to the fastest subflow with room, while
+    /// the NIC queue is short.
     fn schedule(&mut self, ctx: &mut Ctx) {
-        for s in &mut self.subflows {
-            if self.unassigned == 0 {
+        while self.unassigned > 0 && ctx.nic_backlog_packets(self.host) < self.nic_limit {
+            // Subflows without an RTT sample yet go first: they have to be tried.
+            let best = (0..self.subflows.len())
+                .filter(|&i| self.subflows[i].room() > 0)
+                .min_by_key(|&i| self.subflows[i].srtt().unwrap_or(0));
+            let Some(i) = best else {
                 break;
-            }
-            let room = s.room();
-            if room > 0 {
-                let give = (room.div_ceil(self.mss) * self.mss).min(self.unassigned);
+            };
+            let give = self.mss.min(self.unassigned);
+            if self.unassigned != u64::MAX {
                 self.unassigned -= give;
-                s.extend(ctx, give);
             }
+            self.subflows[i].extend(ctx, give);
         }
     }
 
@@ -98,9 +108,6 @@ impl MptcpSender {
 
 impl Endpoint for MptcpSender {
     fn on_start(&mut self, ctx: &mut Ctx) {
-        for s in &mut self.subflows {
-            s.on_start(ctx);
-        }
         self.schedule(ctx);
         self.sync_timer(ctx);
     }
@@ -188,7 +195,6 @@ impl Endpoint for MptcpReceiver {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx) {
-        // Delayed ACKs: every subflow whose deadline is due.
         for s in &mut self.subflows {
             s.on_timer(ctx);
         }
