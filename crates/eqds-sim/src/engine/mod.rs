@@ -23,7 +23,7 @@ pub fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-use crate::ids::{EndpointId, FlowId, HostId, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
 
 /// The run's only source of randomness. ChaCha8 is portable and its stream is stable
 /// across platforms and crate versions, which byte-identical outputs require.
@@ -35,8 +35,10 @@ pub type SimRng = rand_chacha::ChaCha8Rng;
 pub enum Event {
     /// The port finished serialising a packet and has more waiting.
     TxDone { port: PortId },
-    /// A packet reaches the far end of the link behind `port`.
-    Arrive { port: PortId, pkt: PacketId },
+    /// A packet reaches the far end of a link: the switch or host `at`.
+    /// The node is the far end's, so that handling the arrival never reads the port
+    /// the packet came from.
+    Arrive { at: Node, pkt: PacketId },
     /// A transport endpoint's timer may be due (see `transport::timers`).
     Timer { endpoint: EndpointId },
     /// A host's pull pacer may release its next PULL.

@@ -50,7 +50,7 @@ impl Port {
         // packet goes straight onto the wire, as the discipline would have sent it.
         if self.bypass_idle && !self.tx_done_pending && self.busy_until <= ctx.now {
             let size = ctx.pkts.get(pkt).size;
-            self.transmit(id, pkt, size, ctx);
+            self.transmit(pkt, size, ctx);
             return None;
         }
         let mut qctx = QueueCtx {
@@ -95,7 +95,7 @@ impl Port {
     /// are waiting, the end of its serialisation.
     fn start_next(&mut self, id: PortId, ctx: &mut PortCtx) {
         if let Some((pkt, size)) = self.queue.dequeue() {
-            self.transmit(id, pkt, size, ctx);
+            self.transmit(pkt, size, ctx);
             if self.queue.backlog_packets() > 0 {
                 self.stats.max_backlog_bytes =
                     self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
@@ -107,13 +107,13 @@ impl Port {
 
     /// Starts serialising `pkt` now. The caller schedules the next `TxDone` if more
     /// packets wait (the idle fast path knows none do without asking the queue).
-    fn transmit(&mut self, id: PortId, pkt: PacketId, size: u32, ctx: &mut PortCtx) {
+    fn transmit(&mut self, pkt: PacketId, size: u32, ctx: &mut PortCtx) {
         self.busy_until = ctx.now + serialisation_time(size, self.rate_bps);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += size as u64;
         ctx.events.push(
             self.busy_until + self.latency,
-            Event::Arrive { port: id, pkt },
+            Event::Arrive { at: self.peer, pkt },
         );
     }
 }

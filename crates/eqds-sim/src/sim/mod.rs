@@ -283,18 +283,13 @@ impl Simulation {
         })
     }
 
-    /// Starts loading what the next event will touch: the packet and port of an
-    /// arrival, the port of a transmitter that frees up.
+    /// Starts loading what the next event will touch: the packet of an arrival, the
+    /// port of a transmitter that frees up.
     #[inline]
     fn prefetch_ahead(&self) {
         let w = &self.world;
         match w.events.peek_cheap(0) {
-            Some(&Event::Arrive { port, pkt }) => {
-                w.pkts.prefetch(pkt);
-                if let Some(p) = w.net.ports.get(port as usize) {
-                    crate::engine::prefetch(p);
-                }
-            }
+            Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::TxDone { port }) => {
                 if let Some(p) = w.net.ports.get(port as usize) {
                     crate::engine::prefetch(p);
@@ -307,7 +302,7 @@ impl Simulation {
     #[inline]
     fn dispatch(&mut self, now: Time, event: Event) -> std::io::Result<()> {
         match event {
-            Event::Arrive { port, pkt } => match self.world.net.ports[port as usize].peer {
+            Event::Arrive { at, pkt } => match at {
                 Node::Switch(s) => {
                     let p = self.world.pkts.get(pkt);
                     let out = self.world.net.switches[s as usize].route(
