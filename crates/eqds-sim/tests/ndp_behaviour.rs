@@ -48,6 +48,28 @@ fn ndp_incast(
     )
 }
 
+/// NDP on a k=4 fat tree at 10 Gbps with 8-packet trimming queues and spraying,
+/// followed by `rest` (workload and stop tables).
+fn ndp_k4(rest: &str) -> String {
+    format!(
+        r#"
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        load_balancing = "spray"
+        queue = {{ kind = "trimming", data_packets = 8 }}
+        [host]
+        queue = {{ kind = "trimming", data_packets = 1000 }}
+        [transport]
+        protocol = "ndp"
+        mtu = 9000
+        {rest}
+        "#
+    )
+}
+
 /// Checks an incast run: every flow complete with every byte, no packet dropped
 /// anywhere, and the last completion within 10% of the ideal.
 fn check_incast(flows: &[FlowRecord], sim: &Simulation, size: u64, mtu: u32) -> f64 {
@@ -111,19 +133,8 @@ fn ndp_incast_of_flows_smaller_than_the_initial_window() {
 
 #[test]
 fn ndp_senders_to_one_receiver_share_equally() {
-    let text = r#"
-        [topology]
-        kind = "fat_tree"
-        k = 4
-        link = { rate = "10Gbps", latency = "1us" }
-        [switch]
-        load_balancing = "spray"
-        queue = { kind = "trimming", data_packets = 8 }
-        [host]
-        queue = { kind = "trimming", data_packets = 1000 }
-        [transport]
-        protocol = "ndp"
-        mtu = 9000
+    let text = ndp_k4(
+        r#"
         [workload]
         kind = "incast"
         receiver = 0
@@ -132,8 +143,9 @@ fn ndp_senders_to_one_receiver_share_equally() {
         [stop]
         time = "12ms"
         warmup = "2ms"
-    "#;
-    let (flows, stats, sim) = common::run(text);
+        "#,
+    );
+    let (flows, stats, sim) = common::run(&text);
     let rates: Vec<f64> = flows
         .iter()
         .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time))
@@ -146,17 +158,8 @@ fn ndp_senders_to_one_receiver_share_equally() {
 
 #[test]
 fn ndp_permutation_sprays_over_every_core_link() {
-    let text = r#"
-        [topology]
-        kind = "fat_tree"
-        k = 4
-        link = { rate = "10Gbps", latency = "1us" }
-        [switch]
-        load_balancing = "spray"
-        queue = { kind = "trimming", data_packets = 8 }
-        [transport]
-        protocol = "ndp"
-        mtu = 9000
+    let text = ndp_k4(
+        r#"
         [workload]
         kind = "permutation"
         size = "2MB"
@@ -164,8 +167,9 @@ fn ndp_permutation_sprays_over_every_core_link() {
         [stop]
         when_flows_complete = true
         time = "100ms"
-    "#;
-    let (flows, _, sim) = common::run(text);
+        "#,
+    );
+    let (flows, _, sim) = common::run(&text);
     assert!(flows.iter().all(|f| f.delivered == 2_000_000));
     let net = sim.network();
     let core = net

@@ -7,12 +7,12 @@
 //! path. The connection computes `alpha` and `total` over its subflows and hands them
 //! over through [`CongestionControl::couple`] before each ACK.
 
-use super::{half_flight, AckEvent, CongestionControl};
+use super::{AckEvent, CongestionControl, NewReno};
 use crate::units::Time;
 
 pub struct Lia {
-    cwnd: u64,
-    ssthresh: u64,
+    /// Slow start and loss response are NewReno's.
+    reno: NewReno,
     alpha: f64,
     total: u64,
     /// Fractional bytes of growth not yet added to the window.
@@ -22,8 +22,7 @@ pub struct Lia {
 impl Lia {
     pub fn new(initial_window: u64) -> Self {
         Lia {
-            cwnd: initial_window,
-            ssthresh: u64::MAX,
+            reno: NewReno::new(initial_window),
             alpha: 1.0,
             total: initial_window,
             carry: 0.0,
@@ -48,42 +47,40 @@ pub fn lia_alpha(subflows: impl Iterator<Item = (u64, Time)> + Clone) -> f64 {
 
 impl CongestionControl for Lia {
     fn window(&self) -> u64 {
-        self.cwnd
+        self.reno.window()
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.reno.ssthresh()
     }
 
     fn on_ack(&mut self, ack: &AckEvent) {
-        if self.cwnd < self.ssthresh {
-            self.cwnd += ack.acked.min(ack.mss);
+        if self.reno.in_slow_start() {
+            self.reno.on_ack(ack);
             return;
         }
         let bytes = ack.acked as f64 * ack.mss as f64;
         let coupled = self.alpha * bytes / self.total.max(1) as f64;
-        let uncoupled = bytes / self.cwnd as f64;
+        let uncoupled = bytes / self.window() as f64;
         self.carry += coupled.min(uncoupled);
         let whole = self.carry.floor();
-        self.cwnd += whole as u64;
+        self.reno.grow(whole as u64);
         self.carry -= whole;
     }
 
-    fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = self.ssthresh;
+    fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
+        self.reno.on_loss(now, flight, mss);
         self.carry = 0.0;
     }
 
-    fn on_timeout(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = mss;
+    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
+        self.reno.on_timeout(now, flight, mss);
         self.carry = 0.0;
     }
 
     fn couple(&mut self, alpha: f64, total_window: u64) {
         self.alpha = alpha;
-        self.total = total_window.max(self.cwnd);
+        self.total = total_window.max(self.window());
     }
 }
 

@@ -20,6 +20,16 @@ impl NewReno {
         }
     }
 
+    /// Below the slow-start threshold.
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Adds `bytes` to the window (a controller's own growth rule, e.g. LIA's).
+    pub fn grow(&mut self, bytes: u64) {
+        self.cwnd += bytes;
+    }
+
     /// Sets window and threshold to `cwnd` (a controller's own reduction, e.g. DCTCP's).
     pub fn reduce_to(&mut self, cwnd: u64) {
         self.cwnd = cwnd;

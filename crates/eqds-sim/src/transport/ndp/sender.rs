@@ -133,6 +133,21 @@ impl NdpSender {
         if !self.has_backlog() {
             f |= flags::LAST;
         }
+        self.send_data(ctx, index, payload, f, self.cfg.class);
+        if self.timer.is_none() {
+            self.arm(ctx, ctx.now + self.cfg.rto);
+        }
+    }
+
+    /// A header with no payload asking the receiver for a PULL: what a sender with data
+    /// but no credit and nothing in flight sends when its receiver has gone quiet.
+    fn send_probe(&mut self, ctx: &mut Ctx) {
+        let index = self.rtx.front().copied().unwrap_or(self.next_new);
+        self.send_data(ctx, index, 0, flags::TRIMMED, 0);
+    }
+
+    /// Puts packet `index` (or its header, for `payload` 0) on the next sprayed path.
+    fn send_data(&mut self, ctx: &mut Ctx, index: u64, payload: u32, flags: u8, class: u8) {
         let path = self.paths.next(ctx.rng());
         ctx.send(Packet {
             src: self.src,
@@ -146,33 +161,8 @@ impl NdpSender {
             timestamp: ctx.now,
             payload,
             kind: PacketKind::Data,
-            flags: f,
-            class: self.cfg.class,
-            ..Default::default()
-        });
-        if self.timer.is_none() {
-            self.arm(ctx, ctx.now + self.cfg.rto);
-        }
-    }
-
-    /// A header with no payload asking the receiver for a PULL: what a sender with data
-    /// but no credit and nothing in flight sends when its receiver has gone quiet.
-    fn send_probe(&mut self, ctx: &mut Ctx) {
-        let index = self.rtx.front().copied().unwrap_or(self.next_new);
-        let path = self.paths.next(ctx.rng());
-        ctx.send(Packet {
-            src: self.src,
-            dst: self.dst,
-            flow: self.flow,
-            dst_endpoint: self.peer,
-            src_endpoint: self.me,
-            size: self.cfg.header,
-            entropy: path,
-            seq: index * self.cfg.mss as u64,
-            timestamp: ctx.now,
-            kind: PacketKind::Data,
-            flags: flags::TRIMMED,
-            class: 0,
+            flags,
+            class,
             ..Default::default()
         });
     }
