@@ -283,8 +283,9 @@ impl Simulation {
         })
     }
 
-    /// Starts loading what the next event will touch: the packet of an arrival, the
-    /// port of a transmitter that frees up.
+    /// Starts loading what the next events will touch: the packet of the next
+    /// arrival; for a transmitter freeing up, its port two events ahead and its queue
+    /// (found through the port, loaded by then) one event ahead.
     #[inline]
     fn prefetch_ahead(&self) {
         let w = &self.world;
@@ -292,10 +293,15 @@ impl Simulation {
             Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::TxDone { port }) => {
                 if let Some(p) = w.net.ports.get(port as usize) {
-                    crate::engine::prefetch(p);
+                    p.prefetch_queue();
                 }
             }
             _ => {}
+        }
+        if let Some(&Event::TxDone { port }) = w.events.peek_cheap(1) {
+            if let Some(p) = w.net.ports.get(port as usize) {
+                crate::engine::prefetch(p);
+            }
         }
     }
 
