@@ -104,6 +104,13 @@ impl Ctx<'_> {
         self.world.net.ports[port as usize].queue.backlog_packets()
     }
 
+    /// When a host's NIC finishes the packet now on the wire (in the past if idle).
+    #[inline]
+    pub fn nic_busy_until(&self, host: HostId) -> Time {
+        let port = self.world.net.host_port(host);
+        self.world.net.ports[port as usize].busy_until
+    }
+
     /// The run's random generator.
     #[inline]
     pub fn rng(&mut self) -> &mut crate::engine::SimRng {

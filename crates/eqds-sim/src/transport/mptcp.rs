@@ -6,17 +6,19 @@
 //! The connection keeps the data and hands it out one segment at a time, as Linux's
 //! default scheduler does: to the subflow with the lowest smoothed RTT that has window
 //! room. Like Linux's TCP small queues, it stops handing out data while the host's
-//! NIC queue holds `nic_limit` packets, and resumes on the next ACK; so the host's own
-//! queue never drops, and subflows on congested paths lose data to the others instead
-//! of sharing the NIC equally. The subflows' retransmission timers are multiplexed
-//! onto the endpoint's one timer. The connection completes when the receiver holds
-//! every byte, whichever subflows carried them. Not modelled: reinjection of data
-//! stuck on a stalled subflow, and the receive window.
+//! NIC queue holds `nic_limit` packets, and resumes as soon as the NIC frees a slot
+//! (TSQ's transmit-completion callback, not the next ACK); so the host's own queue
+//! never drops, and subflows on congested paths lose data to the others instead of
+//! sharing the NIC equally. The subflows' retransmission timers and that wake-up are
+//! multiplexed onto the endpoint's one timer. The connection completes when the
+//! receiver holds every byte, whichever subflows carried them. Not modelled:
+//! reinjection of data stuck on a stalled subflow, and the receive window.
 
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
 use crate::transport::cc::lia_alpha;
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::{Ctx, Endpoint};
+use crate::units::Time;
 
 pub struct MptcpSender {
     subflows: Vec<TcpSender>,
@@ -26,6 +28,9 @@ pub struct MptcpSender {
     mss: u64,
     /// Hand out no data while the NIC queue holds this many packets.
     nic_limit: u32,
+    /// When the NIC frees a slot, if the scheduler stopped at `nic_limit` with window
+    /// room left.
+    nic_wake: Option<Time>,
 }
 
 impl MptcpSender {
@@ -54,6 +59,7 @@ impl MptcpSender {
             unassigned: size.unwrap_or(u64::MAX),
             mss: cfg.mss as u64,
             nic_limit,
+            nic_wake: None,
         }
     }
 
@@ -90,14 +96,21 @@ impl MptcpSender {
             }
             self.subflows[i].extend(ctx, give);
         }
+        // Stopped by the NIC with window left: resume when the packet on the wire is
+        // done and the queue shrinks, whether or not an ACK has come in by then.
+        self.nic_wake = (self.unassigned > 0
+            && ctx.nic_backlog_packets(self.host) >= self.nic_limit
+            && self.subflows.iter().any(|s| s.room() > 0))
+        .then(|| ctx.nic_busy_until(self.host).max(ctx.now) + 1);
     }
 
-    /// Arms the endpoint timer for the earliest subflow deadline.
+    /// Arms the endpoint timer for the earliest subflow deadline or NIC wake-up.
     fn sync_timer(&self, ctx: &mut Ctx) {
         match self
             .subflows
             .iter()
             .filter_map(TcpSender::rto_deadline)
+            .chain(self.nic_wake)
             .min()
         {
             Some(at) => ctx.set_timer(at),

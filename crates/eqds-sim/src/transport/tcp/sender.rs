@@ -204,6 +204,10 @@ impl TcpSender {
 
     fn on_new_ack(&mut self, ctx: &mut Ctx, ack: u64, echo: Time, ce: u64) {
         let acked = ack - self.snd_una;
+        // Grow the window only if it limited what was sent (RFC 7661, like Linux's
+        // tcp_is_cwnd_limited): an application-limited sender's window says nothing
+        // about the path.
+        let cwnd_limited = self.snd_nxt - self.snd_una + self.mss() >= self.window();
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
         self.dupacks = 0;
@@ -234,7 +238,8 @@ impl TcpSender {
                 self.recovery = Some(r);
                 self.send_segment(ctx, ack);
             }
-            None => self.cc.on_ack(&event),
+            None if cwnd_limited => self.cc.on_ack(&event),
+            None => {}
         }
         if self.snd_una >= self.size {
             self.rto_deadline = None;
