@@ -10,9 +10,22 @@
 //! Modules:
 //! - [`wire`]: the EQDS data and control headers, their encoding and strict decoding,
 //!   and the serial-number and epoch arithmetic the tunnel state machines build on.
-//!   It is the first module; the sending and receiving EQIFs follow.
+//! - [`time`]: picosecond [`time::Time`], the only notion of time the core has.
+//! - [`sender`]: the sending EQIF: per-destination tunnels that spend credit, keep
+//!   send, in-flight and retransmit queues, and start in NDP or RTS mode.
+//! - [`receiver`]: the receiving EQIF's credit scheduler: the active sender list,
+//!   paced PULLs, ACK/NACK and busy time.
+//! - [`reorder`]: the receiving EQIF's per-tunnel reorder queue: in-order release,
+//!   bounded by W, with a hole timeout and an unordered bypass.
+//! - [`tunnel`]: the sender and receiver tunnel state machines of Appendix A: zero-RTT
+//!   setup, epochs and self-synchronisation.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod receiver;
+pub mod reorder;
+pub mod sender;
+pub mod time;
+pub mod tunnel;
 pub mod wire;

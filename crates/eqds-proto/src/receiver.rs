@@ -1,0 +1,429 @@
+//! The receiving EQIF's credit scheduler (paper §5; digest `shared/spec/eqds.md` 1.D
+//! items 17-23; questions Q6, Q7, Q8, Q21).
+//!
+//! One [`Receiver`] serves one access link. It learns each sender's demand from the
+//! pull targets of its DATA packets, trimmed headers and RTSs, keeps the senders with
+//! demand in the **active sender list** (ASL), and grants one MTU of credit (one PULL)
+//! per MTU-time at the link rate to the sender at the head of the list (item 17).
+//! Every data packet is answered at once with an ACK, or a NACK when trimmed (item
+//! 22-23); delivery and reordering are the reorder queue's business, not this
+//! module's.
+//!
+//! Per sender the receiver keeps the pull number sent, the pull target, and an ASL
+//! membership bit so a sender appears at most once (item 19).
+//!
+//! # Deviations from the digest, and why
+//!
+//! - The stored pull target is the serial **maximum** of the targets seen, not the
+//!   one of the highest seq (Q6). The sender's targets never decrease while it is
+//!   busy (see `sender.rs`), so the two agree on ordinary traffic, but a
+//!   retransmission carries an old seq and a current target, and keeping only the
+//!   highest-seq target would drop the credit that retransmission consumed.
+//! - A target more than W beyond the pulls already sent is cut to W (item 14's cap,
+//!   enforced here too): a correct sender never asks for more, and a faulty one must
+//!   not make the receiver pull without bound.
+//! - An RTS is answered at once with a PULL-type packet carrying the current pull
+//!   number without raising it. It cannot be an ACK: the RTS's seq is the next one the
+//!   sender will use, so a late ACK for it would free a data packet that never
+//!   arrived. The answer repairs a lost final PULL (Q11) even when the RTS brings no
+//!   new demand.
+//!
+//! # Policies
+//!
+//! The ASL is a PIFO ranked by the configured [`Policy`] (item 20, Q21): FIFO round
+//! robin, weighted share by virtual finish time, or strict priority by class with
+//! round robin inside a class. One PULL timer serves the whole EQIF (item 17).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use crate::sender::PeerId;
+use crate::time::{Time, PS_PER_NS, PS_PER_SEC};
+use crate::wire::{seq_diff, seq_lt, ControlHeader, ControlKind, DataHeader, DataKind};
+
+/// How the active sender list orders senders (item 20, Q21).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Round robin: equal shares (the paper's default).
+    Fifo,
+    /// Shares proportional to each sender's weight: rank = virtual finish time,
+    /// `max(virtual time, last finish) + MTU / weight`.
+    Weighted,
+    /// Lower class first; round robin among senders of the same class.
+    StrictPriority,
+}
+
+/// Configuration of one receiving EQIF.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    /// Access-link rate in bits per second. Default 25 Gbps, the paper's T1 testbed
+    /// (App. B).
+    pub link_rate_bps: u64,
+    /// Tunnel MTU in bytes, overhead included: the credit one PULL grants and the
+    /// packet whose serialisation time is the MTU-time (Q7). Default 1500.
+    pub mtu: u32,
+    /// The credit window W in bytes: a sender is never owed more than this. Default
+    /// 50 MTUs (§8.5).
+    pub window: u32,
+    /// PULL rate as a fraction of the link rate, in thousandths. Default 1000 (line
+    /// rate); Q7 suggests 990-1000, lower values leave headroom for jitter.
+    pub pacing_permille: u32,
+    /// How many PULLs a late timer may send at once to catch up (Q7). Default 1: no
+    /// catching up, which suits exact simulated timers; a daemon wants a few.
+    pub pull_burst: u32,
+    /// The ASL policy. Default [`Policy::Fifo`].
+    pub policy: Policy,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        Self {
+            link_rate_bps: 25_000_000_000,
+            mtu: 1500,
+            window: 50 * 1500,
+            pacing_permille: 1000,
+            pull_burst: 1,
+            policy: Policy::Fifo,
+        }
+    }
+}
+
+/// A read-only snapshot of one sender's state, for metrics and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderState {
+    /// PULLs sent to this sender: the current pull number (item 13).
+    pub pulls_sent: u32,
+    /// The stored pull target.
+    pub pull_target: u32,
+    /// In the active sender list.
+    pub active: bool,
+    /// Weight under [`Policy::Weighted`].
+    pub weight: u32,
+    /// Class under [`Policy::StrictPriority`] (0 first).
+    pub class: u8,
+    /// DATA packets received intact.
+    pub data_packets: u64,
+    /// Trimmed headers received.
+    pub trimmed_packets: u64,
+    /// RTS packets received.
+    pub rts_packets: u64,
+    /// Inner bytes received intact.
+    pub payload_bytes: u64,
+    /// Pull targets cut to the window (a correct sender never causes it).
+    pub targets_capped: u64,
+}
+
+#[derive(Debug)]
+struct Peer {
+    id: PeerId,
+    /// The sender id its packets carry, echoed in control packets (Q2).
+    sender_id: u16,
+    /// Weight for [`Policy::Weighted`], at least 1.
+    weight: u32,
+    /// Class for [`Policy::StrictPriority`].
+    class: u8,
+    /// Virtual finish time of its last ASL entry ([`Policy::Weighted`]).
+    finish: u64,
+    stats: SenderState,
+}
+
+impl Peer {
+    /// Pulls still owed: the credit this sender's ASL entry implies (item 15).
+    fn owed(&self) -> u64 {
+        u64::try_from(seq_diff(self.stats.pull_target, self.stats.pulls_sent)).unwrap_or(0)
+    }
+}
+
+/// Scale of virtual time under [`Policy::Weighted`]: one MTU served at weight 1
+/// advances a sender's finish time by this much, so integer division by any weight up
+/// to 2^16 stays exact enough.
+const VIRTUAL_MTU: u64 = 1 << 32;
+
+/// The active sender list: a PIFO of peer indices. FIFO and strict priority rank by
+/// insertion order (within class); weighted by virtual finish time.
+#[derive(Debug, Default)]
+struct ActiveSenderList {
+    /// (primary rank, insertion order, peer index), smallest first.
+    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    /// Insertion counter: ties break first in, first out.
+    order: u64,
+    /// Finish time of the entry served last ([`Policy::Weighted`]).
+    virtual_time: u64,
+}
+
+impl ActiveSenderList {
+    fn push(&mut self, policy: Policy, idx: usize, peer: &mut Peer) {
+        let rank = match policy {
+            Policy::Fifo => 0,
+            Policy::StrictPriority => u64::from(peer.class),
+            Policy::Weighted => {
+                // A sender returning from idleness starts at the current virtual time,
+                // so it cannot claim the service it did not use.
+                let start = peer.finish.max(self.virtual_time);
+                peer.finish = start + VIRTUAL_MTU / u64::from(peer.weight);
+                peer.finish
+            }
+        };
+        self.order += 1;
+        self.heap.push(Reverse((rank, self.order, idx)));
+    }
+
+    fn pop(&mut self, policy: Policy) -> Option<usize> {
+        let Reverse((rank, _, idx)) = self.heap.pop()?;
+        if policy == Policy::Weighted {
+            self.virtual_time = rank;
+        }
+        Some(idx)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// A control packet decided but not yet handed out; its header is built when polled
+/// so it carries the latest pull number and busy time.
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    peer: usize,
+    kind: ControlKind,
+    ack_no: u32,
+}
+
+/// One receiving EQIF: per-sender credit state, the active sender list and the PULL
+/// pacer. See the module documentation.
+#[derive(Debug)]
+pub struct Receiver {
+    config: ReceiverConfig,
+    /// Serialisation time of one MTU at the paced rate (Q7).
+    pull_interval: Time,
+    /// Window in PULLs: the cap on what a sender may be owed.
+    window_pulls: u32,
+    /// Senders, indexed by position; never removed.
+    peers: Vec<Peer>,
+    index: HashMap<PeerId, usize>,
+    asl: ActiveSenderList,
+    /// Earliest time the next PULL may go.
+    next_pull_at: Time,
+    /// Sum of the pulls owed to all senders: the busy-time numerator (Q8).
+    owed_total: u64,
+    /// Control packets to hand out, oldest first.
+    control: VecDeque<Queued>,
+}
+
+impl Receiver {
+    /// Creates a receiving EQIF with no known senders.
+    ///
+    /// # Panics
+    ///
+    /// If `link_rate_bps`, `mtu`, `pacing_permille` or `pull_burst` is 0, or `window`
+    /// is below one MTU.
+    pub fn new(config: ReceiverConfig) -> Self {
+        assert!(
+            config.link_rate_bps > 0 && config.pacing_permille > 0,
+            "rate must be positive"
+        );
+        assert!(
+            config.mtu > 0 && config.window >= config.mtu,
+            "window must hold one MTU"
+        );
+        assert!(config.pull_burst > 0, "pull_burst must be at least 1");
+        let bits = u128::from(config.mtu) * 8;
+        let interval = (bits * u128::from(PS_PER_SEC) * 1000)
+            .div_ceil(u128::from(config.link_rate_bps) * u128::from(config.pacing_permille));
+        Self {
+            pull_interval: Time::try_from(interval).unwrap_or(Time::MAX),
+            window_pulls: config.window / config.mtu,
+            config,
+            peers: Vec::new(),
+            index: HashMap::new(),
+            asl: ActiveSenderList::default(),
+            next_pull_at: 0,
+            owed_total: 0,
+            control: VecDeque::new(),
+        }
+    }
+
+    /// The configuration this EQIF runs with.
+    pub fn config(&self) -> &ReceiverConfig {
+        &self.config
+    }
+
+    /// Time between two PULLs: one MTU-time at the paced rate (Q7).
+    pub fn pull_interval(&self) -> Time {
+        self.pull_interval
+    }
+
+    /// Sets the weight of `src` under [`Policy::Weighted`] (0 is taken as 1). Takes
+    /// effect from its next ASL entry.
+    pub fn set_weight(&mut self, src: PeerId, weight: u32) {
+        let idx = self.peer_index(src);
+        self.peers[idx].weight = weight.max(1);
+    }
+
+    /// Sets the class of `src` under [`Policy::StrictPriority`] (0 is served first).
+    /// Takes effect from its next ASL entry.
+    pub fn set_class(&mut self, src: PeerId, class: u8) {
+        let idx = self.peer_index(src);
+        self.peers[idx].class = class;
+    }
+
+    /// Accounts for a DATA packet, trimmed header or RTS from `src` carrying
+    /// `payload_len` bytes after its header: updates the sender's demand and ASL
+    /// membership and queues the ACK, NACK or RTS answer. Call
+    /// [`Receiver::poll_control`] afterwards.
+    pub fn handle_data(&mut self, now: Time, src: PeerId, header: &DataHeader, payload_len: usize) {
+        let idx = self.peer_index(src);
+        let peer = &mut self.peers[idx];
+        peer.sender_id = header.sender_id;
+        let answer = match header.kind {
+            DataKind::Rts => {
+                peer.stats.rts_packets += 1;
+                ControlKind::Pull
+            }
+            DataKind::Data if header.trimmed => {
+                peer.stats.trimmed_packets += 1;
+                ControlKind::Nack
+            }
+            DataKind::Data => {
+                peer.stats.data_packets += 1;
+                peer.stats.payload_bytes += payload_len as u64;
+                ControlKind::Ack
+            }
+        };
+
+        let cap = peer.stats.pulls_sent.wrapping_add(self.window_pulls);
+        let mut target = header.pull_target;
+        if seq_lt(cap, target) {
+            target = cap;
+            peer.stats.targets_capped += 1;
+        }
+        if seq_lt(peer.stats.pull_target, target) {
+            self.owed_total -= peer.owed();
+            peer.stats.pull_target = target;
+            self.owed_total += peer.owed();
+        }
+        if peer.owed() > 0 && !peer.stats.active {
+            // Re-activation (item 19). An idle pacer does not bank PULLs.
+            if self.asl.is_empty() {
+                self.next_pull_at = self.next_pull_at.max(now);
+            }
+            peer.stats.active = true;
+            self.asl.push(self.config.policy, idx, peer);
+        }
+        self.control.push_back(Queued {
+            peer: idx,
+            kind: answer,
+            ack_no: header.seq,
+        });
+    }
+
+    /// The next control packet to send and its destination: ACKs, NACKs and RTS
+    /// answers as soon as their packet was handled, PULLs when the pacer released
+    /// them in [`Receiver::handle_timeout`]. Every one carries the sender's current
+    /// pull number and the link's busy time (item 21).
+    pub fn poll_control(&mut self, _now: Time) -> Option<(PeerId, ControlHeader)> {
+        let q = self.control.pop_front()?;
+        let peer = &self.peers[q.peer];
+        let header = ControlHeader {
+            kind: q.kind,
+            syn: false,
+            cumulative: false,
+            sender_id: peer.sender_id,
+            ack_no: if q.kind == ControlKind::Pull {
+                0
+            } else {
+                q.ack_no
+            },
+            pull_no: peer.stats.pulls_sent,
+            busy_time_ns: self.busy_time_ns(),
+        };
+        Some((peer.id, header))
+    }
+
+    /// When the next PULL is due, if any sender is owed one.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        (!self.asl.is_empty()).then_some(self.next_pull_at)
+    }
+
+    /// Runs the pacer: releases the PULLs due at `now` (one per MTU-time, at most
+    /// `pull_burst` at once when late) to the head of the ASL, re-inserting each
+    /// sender at its new rank or dropping it once its target is met (item 17).
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.asl.is_empty() {
+            return;
+        }
+        let late_floor =
+            now.saturating_sub(Time::from(self.config.pull_burst - 1) * self.pull_interval);
+        self.next_pull_at = self.next_pull_at.max(late_floor);
+        while self.next_pull_at <= now {
+            let Some(idx) = self.asl.pop(self.config.policy) else {
+                break;
+            };
+            let peer = &mut self.peers[idx];
+            peer.stats.pulls_sent = peer.stats.pulls_sent.wrapping_add(1);
+            self.owed_total -= 1;
+            if peer.owed() > 0 {
+                self.asl.push(self.config.policy, idx, peer);
+            } else {
+                peer.stats.active = false;
+            }
+            self.control.push_back(Queued {
+                peer: idx,
+                kind: ControlKind::Pull,
+                ack_no: 0,
+            });
+            self.next_pull_at += self.pull_interval;
+        }
+    }
+
+    /// A snapshot of the state kept for `src`.
+    pub fn sender(&self, src: PeerId) -> Option<SenderState> {
+        self.index.get(&src).map(|&i| {
+            let p = &self.peers[i];
+            SenderState {
+                weight: p.weight,
+                class: p.class,
+                ..p.stats
+            }
+        })
+    }
+
+    /// The minimum time the access link stays busy with the demand already known,
+    /// in nanoseconds (item 21, Q8): pulls owed to all senders times the MTU-time.
+    pub fn busy_time_ns(&self) -> u32 {
+        let ps = u128::from(self.owed_total) * u128::from(self.pull_interval);
+        u32::try_from(ps / u128::from(PS_PER_NS)).unwrap_or(u32::MAX)
+    }
+
+    fn peer_index(&mut self, src: PeerId) -> usize {
+        if let Some(&i) = self.index.get(&src) {
+            return i;
+        }
+        let i = self.peers.len();
+        self.peers.push(Peer {
+            id: src,
+            sender_id: 0,
+            weight: 1,
+            class: 0,
+            finish: 0,
+            stats: SenderState {
+                pulls_sent: 0,
+                pull_target: 0,
+                active: false,
+                weight: 1,
+                class: 0,
+                data_packets: 0,
+                trimmed_packets: 0,
+                rts_packets: 0,
+                payload_bytes: 0,
+                targets_capped: 0,
+            },
+        });
+        self.index.insert(src, i);
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests;

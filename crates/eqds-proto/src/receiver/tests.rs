@@ -1,0 +1,264 @@
+//! Unit tests of the receiving EQIF's credit scheduler: answers, pacing, and the
+//! three ASL policies.
+
+use super::*;
+use crate::wire::NextProto;
+
+/// 10 Gbps and 1500-byte MTUs: one MTU-time is 1.2 us.
+const MTU_TIME: Time = 1_200_000;
+
+fn config(policy: Policy) -> ReceiverConfig {
+    ReceiverConfig {
+        link_rate_bps: 10_000_000_000,
+        mtu: 1500,
+        window: 50 * 1500,
+        pacing_permille: 1000,
+        pull_burst: 1,
+        policy,
+    }
+}
+
+fn data(seq: u32, pull_target: u32) -> DataHeader {
+    DataHeader {
+        kind: DataKind::Data,
+        syn: false,
+        trimmed: false,
+        unordered: false,
+        next_proto: NextProto::Ipv4,
+        seq,
+        pull_target,
+        path_id: 0,
+        sender_id: 3,
+    }
+}
+
+fn trimmed(seq: u32, pull_target: u32) -> DataHeader {
+    DataHeader {
+        trimmed: true,
+        ..data(seq, pull_target)
+    }
+}
+
+fn rts(seq: u32, pull_target: u32) -> DataHeader {
+    DataHeader {
+        kind: DataKind::Rts,
+        next_proto: NextProto::None,
+        ..data(seq, pull_target)
+    }
+}
+
+fn drain(r: &mut Receiver, now: Time) -> Vec<(PeerId, ControlHeader)> {
+    std::iter::from_fn(|| r.poll_control(now)).collect()
+}
+
+/// Runs the pacer exactly on time for `n` PULLs (or until no sender is owed one) and
+/// returns (time, destination) of each.
+fn run_pulls(r: &mut Receiver, n: usize) -> Vec<(Time, PeerId)> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        let Some(t) = r.poll_timeout() else { break };
+        r.handle_timeout(t);
+        for (dst, h) in drain(r, t) {
+            assert_eq!(h.kind, ControlKind::Pull);
+            out.push((t, dst));
+        }
+    }
+    out
+}
+
+fn count(pulls: &[(Time, PeerId)], peer: PeerId) -> usize {
+    pulls.iter().filter(|&&(_, p)| p == peer).count()
+}
+
+#[test]
+fn every_packet_is_answered_at_once() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.handle_data(0, 1, &data(0, 0), 1000);
+    r.handle_data(0, 1, &trimmed(1, 0), 0);
+    r.handle_data(0, 1, &rts(2, 0), 0);
+    let answers = drain(&mut r, 0);
+    let kinds: Vec<(ControlKind, u32)> = answers.iter().map(|(_, h)| (h.kind, h.ack_no)).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (ControlKind::Ack, 0),
+            (ControlKind::Nack, 1),
+            // An RTS gets the pull number back, never an ACK of a seq it did not use.
+            (ControlKind::Pull, 0),
+        ]
+    );
+    assert!(answers.iter().all(|&(dst, h)| dst == 1 && h.sender_id == 3));
+    let st = r.sender(1).unwrap();
+    assert_eq!(
+        (
+            st.data_packets,
+            st.trimmed_packets,
+            st.rts_packets,
+            st.payload_bytes
+        ),
+        (1, 1, 1, 1000)
+    );
+    assert_eq!(r.poll_timeout(), None, "no demand, no PULL timer");
+}
+
+#[test]
+fn pulls_are_paced_at_exactly_one_per_mtu_time() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    assert_eq!(r.pull_interval(), MTU_TIME);
+    let t0 = 5_000;
+    r.handle_data(t0, 1, &data(0, 10), 1000);
+    drain(&mut r, t0);
+    let pulls = run_pulls(&mut r, 100);
+    let times: Vec<Time> = pulls.iter().map(|&(t, _)| t).collect();
+    let expected: Vec<Time> = (0..10).map(|i| t0 + i * MTU_TIME).collect();
+    assert_eq!(times, expected, "ten PULLs, one per MTU-time, then none");
+    assert_eq!(r.poll_timeout(), None);
+    let st = r.sender(1).unwrap();
+    assert_eq!((st.pulls_sent, st.active), (10, false));
+
+    // Half the rate: twice the interval.
+    let mut cfg = config(Policy::Fifo);
+    cfg.pacing_permille = 500;
+    assert_eq!(Receiver::new(cfg).pull_interval(), 2 * MTU_TIME);
+}
+
+#[test]
+fn pull_numbers_count_up_in_the_headers() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.handle_data(0, 1, &data(0, 3), 1000);
+    drain(&mut r, 0);
+    let mut numbers = Vec::new();
+    while let Some(t) = r.poll_timeout() {
+        r.handle_timeout(t);
+        numbers.extend(drain(&mut r, t).iter().map(|(_, h)| h.pull_no));
+    }
+    assert_eq!(numbers, vec![1, 2, 3]);
+    // Later ACKs carry the cumulative number, repairing lost PULLs.
+    r.handle_data(10 * MTU_TIME, 1, &data(1, 3), 1000);
+    assert_eq!(drain(&mut r, 10 * MTU_TIME)[0].1.pull_no, 3);
+}
+
+#[test]
+fn a_late_timer_catches_up_only_within_the_burst_allowance() {
+    for (burst, expected) in [(1, 1), (3, 3)] {
+        let mut cfg = config(Policy::Fifo);
+        cfg.pull_burst = burst;
+        let mut r = Receiver::new(cfg);
+        r.handle_data(0, 1, &data(0, 20), 1000);
+        drain(&mut r, 0);
+        r.handle_timeout(0);
+        assert_eq!(drain(&mut r, 0).len(), 1);
+        // The timer fires ten MTU-times late.
+        let late = 10 * MTU_TIME;
+        r.handle_timeout(late);
+        assert_eq!(drain(&mut r, late).len(), expected, "burst {burst}");
+        assert_eq!(r.poll_timeout(), Some(late + MTU_TIME));
+    }
+}
+
+#[test]
+fn fifo_policy_shares_round_robin_among_three_senders() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    for peer in [1, 2, 3] {
+        r.handle_data(0, peer, &data(0, 20), 1000);
+    }
+    drain(&mut r, 0);
+    let pulls = run_pulls(&mut r, 30);
+    let order: Vec<PeerId> = pulls.iter().map(|&(_, p)| p).collect();
+    assert_eq!(order, [1, 2, 3].repeat(10));
+}
+
+#[test]
+fn weighted_policy_splits_two_to_one() {
+    let mut r = Receiver::new(config(Policy::Weighted));
+    r.set_weight(1, 2);
+    r.set_weight(2, 1);
+    for peer in [1, 2] {
+        r.handle_data(0, peer, &data(0, 40), 1000);
+    }
+    drain(&mut r, 0);
+    let pulls = run_pulls(&mut r, 30);
+    assert_eq!((count(&pulls, 1), count(&pulls, 2)), (20, 10));
+    // The split holds over every window of three PULLs, not just on average.
+    for w in pulls.chunks(3) {
+        assert_eq!(count(w, 1), 2, "{pulls:?}");
+    }
+}
+
+#[test]
+fn weighted_policy_gives_a_returning_sender_no_banked_share() {
+    let mut r = Receiver::new(config(Policy::Weighted));
+    r.handle_data(0, 1, &data(0, 40), 1000);
+    drain(&mut r, 0);
+    run_pulls(&mut r, 20);
+    // Sender 2 was idle while 1 used the link alone: from now they alternate.
+    let now = r.poll_timeout().unwrap();
+    r.handle_data(now, 2, &data(0, 40), 1000);
+    drain(&mut r, now);
+    let pulls = run_pulls(&mut r, 10);
+    assert_eq!((count(&pulls, 1), count(&pulls, 2)), (5, 5));
+}
+
+#[test]
+fn strict_priority_serves_the_lower_class_first() {
+    let mut r = Receiver::new(config(Policy::StrictPriority));
+    r.set_class(1, 1);
+    r.set_class(2, 0);
+    r.set_class(3, 0);
+    for peer in [1, 2, 3] {
+        r.handle_data(0, peer, &data(0, 5), 1000);
+    }
+    drain(&mut r, 0);
+    let order: Vec<PeerId> = run_pulls(&mut r, 15).iter().map(|&(_, p)| p).collect();
+    // Class 0 round robin until its demand is met, then class 1.
+    let mut expected = [2, 3].repeat(5);
+    expected.extend([1; 5]);
+    assert_eq!(order, expected);
+}
+
+#[test]
+fn demand_met_leaves_the_list_and_new_demand_returns() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.handle_data(0, 1, &data(0, 2), 1000);
+    drain(&mut r, 0);
+    assert_eq!(run_pulls(&mut r, 10).len(), 2);
+    assert!(!r.sender(1).unwrap().active);
+    // An older packet with a lower target changes nothing (targets only grow).
+    r.handle_data(10 * MTU_TIME, 1, &data(0, 1), 1000);
+    drain(&mut r, 10 * MTU_TIME);
+    assert_eq!(r.poll_timeout(), None);
+    // A trimmed header with a higher target re-activates the sender; the idle pacer
+    // saved nothing up, so the first PULL goes now and the next one MTU-time later.
+    let t = 20 * MTU_TIME;
+    r.handle_data(t, 1, &trimmed(1, 4), 0);
+    assert_eq!(drain(&mut r, t)[0].1.kind, ControlKind::Nack);
+    assert!(r.sender(1).unwrap().active);
+    assert_eq!(r.poll_timeout(), Some(t));
+    let pulls = run_pulls(&mut r, 10);
+    assert_eq!(pulls, vec![(t, 1), (t + MTU_TIME, 1)]);
+}
+
+#[test]
+fn busy_time_is_the_owed_pulls_times_the_mtu_time() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.handle_data(0, 1, &data(0, 3), 1000);
+    r.handle_data(0, 2, &data(0, 5), 1000);
+    assert_eq!(r.busy_time_ns(), 8 * 1_200);
+    let answers = drain(&mut r, 0);
+    assert!(answers.iter().all(|(_, h)| h.busy_time_ns == 8 * 1_200));
+    r.handle_timeout(0);
+    let (_, pull) = drain(&mut r, 0)[0];
+    assert_eq!(pull.busy_time_ns, 7 * 1_200, "the PULL itself is paid");
+}
+
+#[test]
+fn a_target_beyond_one_window_is_cut_to_the_window() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.handle_data(0, 1, &data(0, 1_000), 1000);
+    let st = r.sender(1).unwrap();
+    assert_eq!((st.pull_target, st.targets_capped), (50, 1));
+    // Targets compare in serial order: one "before" 0 is no demand.
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.handle_data(0, 1, &data(0, u32::MAX), 1000);
+    assert_eq!(r.sender(1).unwrap().pull_target, 0);
+}

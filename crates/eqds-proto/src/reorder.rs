@@ -1,0 +1,647 @@
+//! The per-tunnel reorder queue of the receiving EQIF (paper §4 and Appendix A; spec
+//! `shared/spec/eqds.md` 1.H items 39-41, Q14, Q20).
+//!
+//! Per-packet spraying and trims that await retransmission deliver a tunnel's packets
+//! out of order; the host expects them in order. The queue holds what arrived ahead of
+//! a hole and releases packets in sequence order as holes fill. Because EQDS is only a
+//! best-effort in-order service, a hole is not waited for forever:
+//!
+//! - **bound** \[choice, Q14\]: the queue spans at most W sequence numbers from the
+//!   in-order point. A packet that lands W or more past it would make the queue exceed
+//!   W, so the in-order point jumps: holes before `seq - W + 1` are skipped and the
+//!   packets present there are released in order;
+//! - **hole timeout** \[choice, Q14\]: once the head hole has had packets waiting behind
+//!   it for longer than the hole timeout, it is skipped;
+//! - **re-establishment** (item 34): [`ReorderQueue::release_all`] hands out everything
+//!   held regardless of holes, since the old sequence space will never be filled;
+//! - **unordered** packets (native EQIF, Q20) bypass the queue.
+//!
+//! Duplicates (below the in-order point, or already held) are handed back so the caller
+//! can still ACK them: the first ACK may have been lost (item 41).
+//!
+//! # Memory
+//!
+//! A ring of exactly W slots, one per sequence number of the window, allocated once:
+//! no search and no allocation per packet. Sequence numbers are compared with serial
+//! arithmetic, so the queue works across the 2^32 wrap.
+//!
+//! # Time
+//!
+//! Times are `u64` picoseconds, the simulator's unit (`shared/design.md`); the queue
+//! only adds and compares them, so any monotonic unit works if the hole timeout uses it
+//! too.
+//!
+//! # Caller contract
+//!
+//! Drain [`ReorderQueue::poll_deliver`] after every [`ReorderQueue::insert`]. A bound
+//! overflow parks the new packet until the packets before it have been handed out;
+//! a second overflow before that is refused ([`InsertOutcome::Dropped`]).
+
+use crate::wire::seq_lt;
+use std::mem;
+
+/// Reorder-queue parameters. Both are configurable per Q14.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReorderConfig {
+    /// W: the most sequence numbers (and so packets) the queue spans. Default 150, the
+    /// EQDS window of the paper's kernel build (§8.5); its DPDK build used 50. Values
+    /// below 1 are treated as 1.
+    pub window: u32,
+    /// How long the head hole may hold packets back before it is skipped, in
+    /// picoseconds. Default 1 ms \[choice\]: Q14 suggests the sender's RTO plus one RTT,
+    /// and Q10 puts the minimum RTO between 100 µs and a few ms.
+    pub hole_timeout: u64,
+}
+
+impl Default for ReorderConfig {
+    fn default() -> Self {
+        Self {
+            window: 150,
+            hole_timeout: 1_000_000_000,
+        }
+    }
+}
+
+/// What [`ReorderQueue::insert`] did with a packet. Payloads the queue does not keep
+/// come back, so a simulator can free packet handles and a daemon its buffers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InsertOutcome<P> {
+    /// Held; [`ReorderQueue::poll_deliver`] releases it in order. ACK it.
+    Queued,
+    /// An unordered packet: deliver it to the host now. ACK it.
+    Unordered(P),
+    /// Already delivered or already held: drop it, but ACK it (item 41).
+    Duplicate(P),
+    /// Refused because an earlier bound overflow is still being released (the caller
+    /// did not drain `poll_deliver`). Drop it and do not ACK, so the sender resends.
+    Dropped(P),
+}
+
+/// Counters of a reorder queue, for metrics. Skips should stay near 0 on healthy paths
+/// (Q14).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReorderStats {
+    /// Packets released in order by `poll_deliver`.
+    pub delivered: u64,
+    /// Unordered packets handed straight back by `insert`.
+    pub unordered: u64,
+    /// Packets released regardless of holes by `release_all`.
+    pub released: u64,
+    /// Duplicates handed back by `insert`.
+    pub duplicates: u64,
+    /// Runs of missing sequence numbers skipped because the queue would exceed W.
+    pub holes_skipped_bound: u64,
+    /// Head holes skipped because the hole timeout expired.
+    pub holes_skipped_timeout: u64,
+    /// Packets refused with [`InsertOutcome::Dropped`].
+    pub dropped: u64,
+}
+
+/// One sequence number of the window.
+#[derive(Debug)]
+enum Slot<P> {
+    /// Not arrived.
+    Empty,
+    /// Arrived and waiting to be released.
+    Held(P),
+    /// Arrived unordered and already delivered: the seq is consumed, not a hole.
+    Passed,
+}
+
+/// A per-tunnel reorder queue over payloads of type `P`.
+#[derive(Debug)]
+pub struct ReorderQueue<P> {
+    /// The parameters this queue was built with (window at least 1).
+    config: ReorderConfig,
+    /// One slot per seq in `[next, next + W)`; `slots[head]` is the slot of `next`.
+    slots: Vec<Slot<P>>,
+    /// Index in `slots` of the in-order point.
+    head: usize,
+    /// The in-order point: the next seq to release.
+    next: u32,
+    /// Number of `Held` slots.
+    held: usize,
+    /// During a bound overflow: every seq before this is released regardless of holes.
+    release_until: Option<u32>,
+    /// The packet whose arrival caused the overflow, waiting for its slot to free.
+    parked: Option<(u32, P)>,
+    /// When the current head hole was first seen with packets waiting behind it.
+    hole_since: Option<u64>,
+    /// Counters.
+    stats: ReorderStats,
+}
+
+impl<P> ReorderQueue<P> {
+    /// An empty queue whose first expected seq is `isn`.
+    pub fn new(config: ReorderConfig, isn: u32) -> Self {
+        let config = ReorderConfig {
+            window: config.window.max(1),
+            ..config
+        };
+        let slots = (0..config.window).map(|_| Slot::Empty).collect();
+        Self {
+            config,
+            slots,
+            head: 0,
+            next: isn,
+            held: 0,
+            release_until: None,
+            parked: None,
+            hole_since: None,
+            stats: ReorderStats::default(),
+        }
+    }
+
+    /// The parameters in force (window clamped to at least 1).
+    pub fn config(&self) -> &ReorderConfig {
+        &self.config
+    }
+
+    /// The in-order point: the next sequence number the queue will release.
+    pub fn next_seq(&self) -> u32 {
+        self.next
+    }
+
+    /// Packets held (never more than W).
+    pub fn len(&self) -> usize {
+        self.held + usize::from(self.parked.is_some())
+    }
+
+    /// Nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The counters so far; `reset` keeps them.
+    pub fn stats(&self) -> &ReorderStats {
+        &self.stats
+    }
+
+    /// Offers the packet `seq` that arrived at `now`. See [`InsertOutcome`].
+    pub fn insert(&mut self, now: u64, seq: u32, unordered: bool, payload: P) -> InsertOutcome<P> {
+        let outcome = self.place(seq, unordered, payload);
+        match &outcome {
+            InsertOutcome::Duplicate(_) => self.stats.duplicates += 1,
+            InsertOutcome::Unordered(_) => self.stats.unordered += 1,
+            InsertOutcome::Dropped(_) => self.stats.dropped += 1,
+            InsertOutcome::Queued => {}
+        }
+        self.refresh_hole_timer(now);
+        outcome
+    }
+
+    fn place(&mut self, seq: u32, unordered: bool, payload: P) -> InsertOutcome<P> {
+        if seq_lt(seq, self.next) {
+            return InsertOutcome::Duplicate(payload);
+        }
+        let offset = seq.wrapping_sub(self.next);
+        if offset < self.config.window {
+            let index = self.index(offset);
+            return match self.slots[index] {
+                Slot::Empty if unordered => {
+                    // Mark the seq consumed so ordered packets behind it are not held
+                    // back by a hole that will never fill.
+                    self.slots[index] = Slot::Passed;
+                    InsertOutcome::Unordered(payload)
+                }
+                Slot::Empty => {
+                    self.slots[index] = Slot::Held(payload);
+                    self.held += 1;
+                    InsertOutcome::Queued
+                }
+                Slot::Held(_) | Slot::Passed => InsertOutcome::Duplicate(payload),
+            };
+        }
+        if self.parked.as_ref().is_some_and(|(s, _)| *s == seq) {
+            return InsertOutcome::Duplicate(payload);
+        }
+        if unordered {
+            // Beyond the window there is no slot to mark; the seq becomes a hole the
+            // bound or the timeout skips later, and the packet is delivered anyway.
+            return InsertOutcome::Unordered(payload);
+        }
+        if self.parked.is_some() || self.held >= self.slots.len() {
+            return InsertOutcome::Dropped(payload);
+        }
+        // Q14: the queue would exceed W. Everything before `seq - W + 1` is released
+        // in order, holes skipped; then `seq` takes the slot the release frees.
+        self.release_until = Some(seq.wrapping_sub(self.config.window - 1));
+        self.parked = Some((seq, payload));
+        InsertOutcome::Queued
+    }
+
+    /// The next packet to hand to the host in order, if any is ready at `now`. Skips
+    /// the head hole when the bound or the hole timeout says so. Call until `None`.
+    pub fn poll_deliver(&mut self, now: u64) -> Option<P> {
+        loop {
+            if let Some(until) = self.release_until {
+                if seq_lt(self.next, until) {
+                    if let Some(payload) = self.release_head_forced(until) {
+                        self.stats.delivered += 1;
+                        return Some(payload);
+                    }
+                    continue;
+                }
+                self.release_until = None;
+                if let Some((seq, payload)) = self.parked.take() {
+                    // `next == until == seq - W + 1`, so `seq` is the last slot.
+                    let index = self.index(seq.wrapping_sub(self.next));
+                    self.slots[index] = Slot::Held(payload);
+                    self.held += 1;
+                }
+            }
+            match mem::replace(&mut self.slots[self.head], Slot::Empty) {
+                Slot::Held(payload) => {
+                    self.held -= 1;
+                    self.advance(1);
+                    self.refresh_hole_timer(now);
+                    self.stats.delivered += 1;
+                    return Some(payload);
+                }
+                Slot::Passed => self.advance(1),
+                Slot::Empty => {
+                    if self.held == 0 {
+                        self.hole_since = None;
+                        return None;
+                    }
+                    self.refresh_hole_timer(now);
+                    if now < self.poll_timeout()? {
+                        return None;
+                    }
+                    let offset = self.first(|s| matches!(s, Slot::Held(_)))?;
+                    self.advance(offset);
+                    self.stats.holes_skipped_timeout += 1;
+                }
+            }
+        }
+    }
+
+    /// One step of a bound overflow: the head packet if present, else skip to the next
+    /// occupied slot or to `until`, whichever comes first.
+    fn release_head_forced(&mut self, until: u32) -> Option<P> {
+        match mem::replace(&mut self.slots[self.head], Slot::Empty) {
+            Slot::Held(payload) => {
+                self.held -= 1;
+                self.advance(1);
+                Some(payload)
+            }
+            Slot::Passed => {
+                self.advance(1);
+                None
+            }
+            Slot::Empty => {
+                let gap = until.wrapping_sub(self.next);
+                let run = self
+                    .first(|s| !matches!(s, Slot::Empty))
+                    .map_or(gap, |o| o.min(gap));
+                self.advance(run);
+                self.stats.holes_skipped_bound += 1;
+                None
+            }
+        }
+    }
+
+    /// When the head hole times out, if packets wait behind one. `poll_deliver` at or
+    /// after this time skips it.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.hole_since
+            .map(|since| since.saturating_add(self.config.hole_timeout))
+    }
+
+    /// Hands out every held packet regardless of holes, in sequence order, for a
+    /// re-establishment (item 34). Call [`ReorderQueue::reset`] afterwards. Dropping
+    /// the iterator early drops the remaining payloads.
+    pub fn release_all(&mut self) -> ReleaseAll<'_, P> {
+        ReleaseAll { queue: self }
+    }
+
+    /// Starts a new sequence space at `isn`, dropping anything still held (release it
+    /// first with [`ReorderQueue::release_all`]). Counters are kept.
+    pub fn reset(&mut self, isn: u32) {
+        self.clear_slots();
+        self.next = isn;
+        self.parked = None;
+        self.release_until = None;
+        self.hole_since = None;
+    }
+
+    fn clear_slots(&mut self) {
+        self.slots.iter_mut().for_each(|s| *s = Slot::Empty);
+        self.head = 0;
+        self.held = 0;
+    }
+
+    /// Index of the slot `offset` seqs past the in-order point (`offset < W`). Slots
+    /// are addressed from `head`, not by `seq % W`, because W need not divide 2^32.
+    fn index(&self, offset: u32) -> usize {
+        (self.head + offset as usize) % self.slots.len()
+    }
+
+    /// Offset from the in-order point of the first slot matching `pred`.
+    fn first(&self, pred: impl Fn(&Slot<P>) -> bool) -> Option<u32> {
+        (0..self.config.window).find(|&o| pred(&self.slots[self.index(o)]))
+    }
+
+    /// Moves the in-order point `n` seqs on. Slots passed over must hold no packet;
+    /// unordered marks in them are cleared, or they would stand for `seq + W` later.
+    fn advance(&mut self, n: u32) {
+        for offset in 0..n.min(self.config.window) {
+            let index = self.index(offset);
+            debug_assert!(!matches!(self.slots[index], Slot::Held(_)));
+            self.slots[index] = Slot::Empty;
+        }
+        self.next = self.next.wrapping_add(n);
+        self.head = self.index(n % self.config.window);
+        // A new head hole, if any, gets its own timer.
+        self.hole_since = None;
+    }
+
+    /// Starts the hole timer when packets wait behind an empty head slot and stops it
+    /// otherwise.
+    fn refresh_hole_timer(&mut self, now: u64) {
+        let waiting = self.held > 0 || self.parked.is_some();
+        if waiting && matches!(self.slots[self.head], Slot::Empty) {
+            self.hole_since.get_or_insert(now);
+        } else {
+            self.hole_since = None;
+        }
+    }
+}
+
+/// Iterator returned by [`ReorderQueue::release_all`].
+#[derive(Debug)]
+pub struct ReleaseAll<'a, P> {
+    /// The queue being emptied.
+    queue: &'a mut ReorderQueue<P>,
+}
+
+impl<P> Iterator for ReleaseAll<'_, P> {
+    type Item = P;
+
+    fn next(&mut self) -> Option<P> {
+        let q = &mut *self.queue;
+        if q.held > 0 {
+            let offset = q.first(|s| matches!(s, Slot::Held(_)))?;
+            q.advance(offset);
+            let Slot::Held(payload) = mem::replace(&mut q.slots[q.head], Slot::Empty) else {
+                unreachable!("first() found a held slot here");
+            };
+            q.held -= 1;
+            q.advance(1);
+            q.stats.released += 1;
+            return Some(payload);
+        }
+        // Unordered marks are meaningless once the ring is abandoned.
+        q.clear_slots();
+        q.release_until = None;
+        q.hole_since = None;
+        let (seq, payload) = q.parked.take()?;
+        q.next = seq.wrapping_add(1);
+        q.stats.released += 1;
+        Some(payload)
+    }
+}
+
+impl<P> Drop for ReleaseAll<'_, P> {
+    fn drop(&mut self) {
+        // Leave the queue empty even if the caller stopped early.
+        self.by_ref().for_each(drop);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const MS: u64 = 1_000_000_000;
+
+    fn queue(window: u32, isn: u32) -> ReorderQueue<u32> {
+        ReorderQueue::new(
+            ReorderConfig {
+                window,
+                hole_timeout: MS,
+            },
+            isn,
+        )
+    }
+
+    /// Inserts ordered packets whose payload is their seq, draining after each.
+    fn feed(q: &mut ReorderQueue<u32>, now: u64, seqs: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for &s in seqs {
+            assert_eq!(q.insert(now, s, false, s), InsertOutcome::Queued, "seq {s}");
+            out.extend(std::iter::from_fn(|| q.poll_deliver(now)));
+        }
+        out
+    }
+
+    #[test]
+    fn in_order_packets_pass_straight_through() {
+        let mut q = queue(8, 100);
+        assert_eq!(feed(&mut q, 0, &[100, 101, 102]), [100, 101, 102]);
+        assert!(q.is_empty());
+        assert_eq!(q.next_seq(), 103);
+        assert_eq!(q.poll_timeout(), None);
+        assert_eq!(q.stats().delivered, 3);
+    }
+
+    #[test]
+    fn out_of_order_packets_wait_for_the_hole_then_release_in_order() {
+        let mut q = queue(8, 0);
+        assert_eq!(feed(&mut q, 0, &[2, 3, 1]), Vec::<u32>::new());
+        assert_eq!(q.len(), 3);
+        assert_eq!(q.poll_timeout(), Some(MS));
+        assert_eq!(feed(&mut q, 5, &[0]), [0, 1, 2, 3]);
+        assert_eq!(q.poll_timeout(), None);
+        assert_eq!(
+            q.stats().holes_skipped_bound + q.stats().holes_skipped_timeout,
+            0
+        );
+    }
+
+    #[test]
+    fn duplicates_below_the_in_order_point_or_held_are_handed_back() {
+        let mut q = queue(8, 0);
+        feed(&mut q, 0, &[0, 2]);
+        assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Duplicate(0));
+        assert_eq!(q.insert(0, 2, false, 2), InsertOutcome::Duplicate(2));
+        // Far below, across half the space: still "below".
+        let far = q.next_seq().wrapping_add((1 << 31) + 1);
+        assert_eq!(q.insert(0, far, false, 9), InsertOutcome::Duplicate(9));
+        assert_eq!(q.stats().duplicates, 3);
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn bound_overflow_skips_the_head_hole_and_releases_in_order() {
+        let mut q = queue(4, 0);
+        // 0 missing; 1, 2 held. 5 is W=4 past the in-order point: seqs before 2 go.
+        assert!(feed(&mut q, 0, &[1, 2]).is_empty());
+        assert_eq!(feed(&mut q, 0, &[5]), [1, 2]);
+        assert_eq!(q.next_seq(), 3);
+        assert_eq!(q.stats().holes_skipped_bound, 1);
+        assert_eq!(q.len(), 1);
+        // The late 0 is now a duplicate; 3 and 4 complete the rest in order.
+        assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Duplicate(0));
+        assert_eq!(feed(&mut q, 0, &[4, 3]), [3, 4, 5]);
+    }
+
+    #[test]
+    fn a_far_jump_releases_everything_held_and_skips_to_the_new_window() {
+        let mut q = queue(4, 0);
+        assert!(feed(&mut q, 0, &[2]).is_empty());
+        assert_eq!(feed(&mut q, 0, &[1_000]), [2]);
+        assert_eq!(q.next_seq(), 997);
+        assert_eq!(q.stats().holes_skipped_bound, 2);
+        assert_eq!(feed(&mut q, 0, &[999, 997, 998]), [997, 998, 999, 1_000]);
+    }
+
+    #[test]
+    fn a_second_overflow_before_draining_is_refused() {
+        let mut q = queue(2, 0);
+        assert_eq!(q.insert(0, 1, false, 1), InsertOutcome::Queued);
+        assert_eq!(q.insert(0, 5, false, 5), InsertOutcome::Queued);
+        assert_eq!(q.insert(0, 5, false, 5), InsertOutcome::Duplicate(5));
+        assert_eq!(q.insert(0, 9, false, 9), InsertOutcome::Dropped(9));
+        assert!(q.len() <= 2);
+        // Holes 0 and 2..4 are skipped; 5 then waits behind the new head hole, 4.
+        assert_eq!(
+            std::iter::from_fn(|| q.poll_deliver(0)).collect::<Vec<_>>(),
+            [1]
+        );
+        assert_eq!((q.next_seq(), q.len()), (4, 1));
+        assert_eq!(q.stats().dropped, 1);
+        assert_eq!(q.stats().holes_skipped_bound, 2);
+    }
+
+    #[test]
+    fn hole_timeout_skips_the_head_hole() {
+        let mut q = queue(8, 0);
+        assert!(feed(&mut q, 10, &[1, 2, 4]).is_empty());
+        assert_eq!(q.poll_timeout(), Some(10 + MS));
+        assert_eq!(q.poll_deliver(10 + MS - 1), None);
+        assert_eq!(q.poll_deliver(10 + MS), Some(1));
+        assert_eq!(q.poll_deliver(10 + MS), Some(2));
+        // Hole at 3 is new: its timer starts now.
+        assert_eq!(q.poll_deliver(10 + MS), None);
+        assert_eq!(q.poll_timeout(), Some(10 + 2 * MS));
+        assert_eq!(q.poll_deliver(10 + 2 * MS), Some(4));
+        assert_eq!(q.stats().holes_skipped_timeout, 2);
+        assert_eq!(q.poll_timeout(), None);
+    }
+
+    #[test]
+    fn unordered_packets_bypass_the_queue_and_leave_no_hole() {
+        let mut q = queue(8, 0);
+        assert!(feed(&mut q, 0, &[2]).is_empty());
+        assert_eq!(q.insert(0, 1, true, 1), InsertOutcome::Unordered(1));
+        assert_eq!(q.insert(0, 1, true, 1), InsertOutcome::Duplicate(1));
+        assert_eq!(feed(&mut q, 0, &[0]), [0, 2]);
+        // Beyond the window: delivered anyway.
+        assert_eq!(q.insert(0, 50, true, 50), InsertOutcome::Unordered(50));
+        assert_eq!(q.stats().unordered, 2);
+    }
+
+    #[test]
+    fn skipping_a_hole_clears_unordered_marks_passed_over() {
+        let mut q = queue(4, 0);
+        assert_eq!(q.insert(0, 1, true, 1), InsertOutcome::Unordered(1));
+        assert!(feed(&mut q, 0, &[3]).is_empty());
+        assert_eq!(q.poll_deliver(MS), Some(3));
+        // 5 reuses the slot 1 had: it must not look like a duplicate.
+        assert_eq!(q.insert(MS, 5, false, 5), InsertOutcome::Queued);
+        assert_eq!(feed(&mut q, MS, &[4]), [4, 5]);
+    }
+
+    #[test]
+    fn release_all_hands_out_everything_then_reset_starts_a_new_space() {
+        let mut q = queue(4, 0);
+        assert!(feed(&mut q, 0, &[1, 3]).is_empty());
+        assert_eq!(q.insert(0, 2, true, 2), InsertOutcome::Unordered(2));
+        assert_eq!(q.release_all().collect::<Vec<_>>(), [1, 3]);
+        assert!(q.is_empty());
+        assert_eq!(q.poll_timeout(), None);
+        q.reset(4096);
+        assert_eq!(q.next_seq(), 4096);
+        assert_eq!(feed(&mut q, 0, &[4097, 4096]), [4096, 4097]);
+        assert_eq!(q.stats().released, 2);
+    }
+
+    #[test]
+    fn release_all_includes_a_parked_packet_and_early_drop_empties_the_queue() {
+        let mut q = queue(2, 0);
+        assert_eq!(q.insert(0, 1, false, 1), InsertOutcome::Queued);
+        assert_eq!(q.insert(0, 7, false, 7), InsertOutcome::Queued);
+        assert_eq!(q.release_all().collect::<Vec<_>>(), [1, 7]);
+        assert_eq!(q.insert(0, 9, false, 9), InsertOutcome::Queued);
+        drop(q.release_all());
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        let isn = u32::MAX - 2;
+        let mut q = queue(6, isn);
+        let seqs: Vec<u32> = (0..6).map(|i| isn.wrapping_add(i)).collect();
+        assert!(feed(&mut q, 0, &[seqs[1], seqs[3], seqs[5]]).is_empty());
+        assert_eq!(feed(&mut q, 0, &[seqs[0]]), seqs[..2]);
+        assert_eq!(feed(&mut q, 0, &[seqs[4], seqs[2]]), seqs[2..]);
+        assert_eq!(q.next_seq(), 3);
+    }
+
+    #[test]
+    fn bound_overflow_works_across_the_wrap() {
+        let mut q = queue(4, u32::MAX - 1);
+        assert!(feed(&mut q, 0, &[u32::MAX]).is_empty());
+        // 3 is 5 past the in-order point: seqs before 0 go, hole u32::MAX - 1 skipped.
+        assert_eq!(feed(&mut q, 0, &[3]), [u32::MAX]);
+        assert_eq!(q.next_seq(), 0);
+        assert_eq!(q.stats().holes_skipped_bound, 1);
+        assert_eq!(feed(&mut q, 0, &[1, 2, 0]), [0, 1, 2, 3]);
+    }
+
+    /// A window of `n` packets in any order, with some sent twice.
+    fn arrivals() -> impl Strategy<Value = (u32, u32, u32, Vec<u32>)> {
+        (1u32..40, 1u32..24, any::<u32>()).prop_flat_map(|(n, w, isn)| {
+            let order = Just((0..n).collect::<Vec<_>>()).prop_shuffle();
+            let dups = prop::collection::vec((0..n, any::<prop::sample::Index>()), 0..10);
+            (Just(n), Just(w), Just(isn), order, dups).prop_map(|(n, w, isn, mut order, dups)| {
+                for (d, at) in dups {
+                    let at = at.index(order.len() + 1);
+                    order.insert(at, d);
+                }
+                (n, w, isn, order)
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn every_packet_is_delivered_at_most_once_in_order((n, w, isn, order) in arrivals()) {
+            let mut q = ReorderQueue::new(ReorderConfig { window: w, hole_timeout: u64::MAX }, isn);
+            let mut delivered: Vec<u32> = Vec::new();
+            for (now, &i) in order.iter().enumerate() {
+                let seq = isn.wrapping_add(i);
+                let outcome = q.insert(now as u64, seq, false, i);
+                prop_assert!(!matches!(outcome, InsertOutcome::Dropped(_)));
+                prop_assert!(q.len() <= w as usize);
+                delivered.extend(std::iter::from_fn(|| q.poll_deliver(now as u64)));
+                prop_assert!(q.len() <= w as usize);
+            }
+            // In order (strictly increasing offsets) means each at most once.
+            prop_assert!(delivered.windows(2).all(|p| p[0] < p[1]), "{:?}", delivered);
+            let stats = *q.stats();
+            if stats.holes_skipped_bound == 0 {
+                prop_assert_eq!(delivered, (0..n).collect::<Vec<_>>());
+            }
+            if w >= n {
+                prop_assert_eq!(stats.holes_skipped_bound, 0);
+            }
+            // Whatever was not delivered was skipped over: it arrived after its hole was
+            // jumped, or is still held behind a hole.
+            prop_assert_eq!(stats.delivered as usize + q.len() + (stats.duplicates as usize)
+                , order.len());
+        }
+    }
+}

@@ -1,0 +1,826 @@
+//! The sending EQIF: per-destination tunnels that spend receiver-granted credit
+//! (paper §4-§5; digest `shared/spec/eqds.md` 1.C items 12-16, 1.E items 24-28,
+//! 1.F items 29-31, 1.I item 42; questions Q4, Q6, Q8, Q10, Q11, Q12, Q15).
+//!
+//! One [`Sender`] is one sending EQIF. Packets handed to [`Sender::enqueue`] wait in
+//! their destination tunnel's send queue until the tunnel holds enough credit, then
+//! come out of [`Sender::poll_transmit`] with a filled-in [`DataHeader`]. Each tunnel
+//! keeps the paper's three queues: send queue, in-flight queue (sent, not ACKed) and
+//! retransmit queue (NACKed or timed out), served retransmit queue first.
+//!
+//! # Credit
+//!
+//! Credit is a signed byte counter per tunnel (item 12). Every control packet carries
+//! the receiver's cumulative pull number; when the highest one seen rises by `n` the
+//! tunnel gains `n` MTUs (item 13), so lost or reordered PULLs lose nothing. A packet
+//! is sent only when the credit covers its whole charged length (Q4's exact option),
+//! so the counter never goes negative in practice.
+//!
+//! Every DATA or RTS packet carries a pull target:
+//!
+//! ```text
+//! pull_target = highest_pull + ceil(max(0, min(backlog, W) - credit) / MTU)
+//! ```
+//!
+//! This is Q6's formula with the cap moved: Q6 writes `clamp(backlog - credit, 0, W)`,
+//! which lets a tunnel holding credit ask for W *more* (a window of up to 2W right
+//! after an NDP burst). Capping the backlog before subtracting the credit makes the
+//! held credit count towards the window, and the target then equals
+//! `packets sent + W/MTU - initial credit` while demand lasts: every packet that
+//! reaches the receiver earns exactly one PULL back, which is the conservation
+//! invariant of item 15. It never decreases while a tunnel is busy, so the receiver
+//! may keep the serial maximum of the targets it has seen (retransmissions carry old
+//! sequence numbers but current targets).
+//!
+//! # Starting and restarting
+//!
+//! A tunnel (re)starts when data arrives while it has no backlog and expects no more
+//! PULLs. Any credit it still holds is dropped then (Q6: stale credit must not be
+//! burst into a receiver that has moved on), and the first-RTT mode decides what
+//! happens (item 29-31):
+//! - [`Mode::Ndp`], receiver not known to be busy: the tunnel is granted credit up to
+//!   W minus what it still has in flight, and bursts it;
+//! - [`Mode::Rts`], or NDP within the last advertised busy time: the tunnel sends an
+//!   RTS carrying its pull target and owns nothing until PULLs arrive.
+//!
+//! # Loss recovery
+//!
+//! ACK frees a packet (its payload comes back from [`Sender::poll_acked`]); NACK or
+//! the per-packet retransmit timer moves it to the retransmit queue (item 25-26). A
+//! tunnel with backlog, not enough credit and nothing in flight that has heard nothing
+//! for `credit_loss_timeout` sends an RTS (item 27, Q11); the receiver answers an RTS
+//! at once with its current pull number, which repairs a lost final PULL.
+//!
+//! # Seams left for the tunnel state machines
+//!
+//! Sequence numbers start at the `first_seq` given to [`Sender::open_tunnel`] (0 for
+//! tunnels created by [`Sender::enqueue`]); SYN is never set and RST is only counted.
+//! Epochs and SYN handling belong to the tunnel module.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::time::{Time, PS_PER_MS, PS_PER_NS};
+use crate::wire::{seq_diff, seq_le, ControlHeader, ControlKind, DataHeader, DataKind, NextProto};
+
+/// Names the far end of a tunnel: the destination host (or host and EQIF) as the
+/// owner of this EQIF numbers it. The core never interprets it.
+pub type PeerId = u32;
+
+/// How a tunnel spends its first RTT after a (re)start (item 29-32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// The network trims: a (re)starting tunnel owns one window of credit and bursts
+    /// it; overflow is trimmed and the headers tell the receiver the demand.
+    Ndp,
+    /// The network does not trim: a (re)starting tunnel sends an RTS carrying its
+    /// pull target and waits for PULLs (one extra RTT, 1RMA style).
+    Rts,
+}
+
+/// Configuration of one sending EQIF.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    /// First-RTT mode. Default [`Mode::Ndp`]: the paper's testbeds trim (§8).
+    pub mode: Mode,
+    /// Tunnel MTU in bytes: the largest packet as charged, overhead included, and the
+    /// credit one PULL grants (item 13, Q4). Default 1500.
+    pub mtu: u32,
+    /// Bytes charged per packet on top of the inner packet: by default 44, outer IPv4
+    /// (20), UDP (8) and the EQDS header (16), since credit pays for what occupies
+    /// the receiver's link (Q4). An RTS goes on the wire with exactly this length.
+    pub overhead: u32,
+    /// The per-tunnel credit window W in bytes, nominally one BDP. Default 50 MTUs,
+    /// the paper's DPDK window (§8.5, digest section 2).
+    pub window: u32,
+    /// Send-queue capacity per tunnel, in packets. Default 100, the paper's default
+    /// TX buffering per destination (§6, item 52).
+    pub send_queue_packets: usize,
+    /// Retransmit timeout per in-flight packet. Default 1 ms: the upper end of Q10's
+    /// simulator range; trims make it a safety net, not the main loss signal.
+    pub rto: Time,
+    /// Quiet time after which a stalled tunnel (backlog, no usable credit, nothing in
+    /// flight) sends an RTS (Q11). Default 1 ms, one RTO.
+    pub credit_loss_timeout: Time,
+    /// Number of path ids sprayed over (Q15: P at least the number of equal-cost
+    /// paths). Default 64. Must be at least 1.
+    pub paths: u16,
+    /// This EQIF's id, written into every header and expected back in control
+    /// packets (Q2). Default 0.
+    pub sender_id: u16,
+    /// Inner protocol of the packets of this EQIF. Default IPv4.
+    pub next_proto: NextProto,
+    /// Seed of the path permutations, so runs are reproducible. Default 0.
+    pub seed: u64,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Ndp,
+            mtu: 1500,
+            overhead: 44,
+            window: 50 * 1500,
+            send_queue_packets: 100,
+            rto: PS_PER_MS,
+            credit_loss_timeout: PS_PER_MS,
+            paths: 64,
+            sender_id: 0,
+            next_proto: NextProto::Ipv4,
+            seed: 0,
+        }
+    }
+}
+
+/// Why [`Sender::enqueue`] refused a packet. The payload is handed back so the
+/// caller can free or requeue it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueError<P> {
+    /// The tunnel's send queue is full: the higher layer must hold the packet (the
+    /// EQIF's backpressure, item 24).
+    Backpressure(P),
+    /// The packet plus overhead exceeds the tunnel MTU.
+    TooLarge(P),
+}
+
+/// One packet to put on the wire, from [`Sender::poll_transmit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit<P> {
+    /// Destination of the tunnel.
+    pub dst: PeerId,
+    /// The EQDS header: DATA (new or retransmitted) or RTS.
+    pub header: DataHeader,
+    /// The inner packet for DATA, `None` for RTS.
+    pub payload: Option<P>,
+    /// Bytes on the wire (inner packet plus overhead); also the credit charged for
+    /// DATA.
+    pub wire_len: u32,
+}
+
+/// A packet the receiver ACKed, from [`Sender::poll_acked`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acked<P> {
+    /// Destination of its tunnel.
+    pub dst: PeerId,
+    /// The payload, for the caller to free.
+    pub payload: P,
+    /// Path of its last transmission (item 43: per-path statistics).
+    pub path_id: u16,
+    /// Time from its transmission to the ACK, if it was sent exactly once (Karn's
+    /// rule: a resent packet's ACK is ambiguous).
+    pub rtt: Option<Time>,
+}
+
+/// A read-only snapshot of one tunnel, for metrics and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelStats {
+    /// Unspent credit in bytes.
+    pub credit: i64,
+    /// Highest pull number seen (serial order).
+    pub highest_pull: u32,
+    /// Pull target carried by the last DATA or RTS sent.
+    pub last_pull_target: u32,
+    /// Charged bytes waiting in the send queue.
+    pub send_queue_bytes: u64,
+    /// Charged bytes waiting in the retransmit queue.
+    pub retransmit_bytes: u64,
+    /// Charged bytes sent and not yet ACKed, NACKed or timed out.
+    pub in_flight_bytes: u64,
+    /// Packets sent and not yet ACKed, NACKed or timed out.
+    pub in_flight_packets: usize,
+    /// Until when the receiver said its link stays saturated (item 31, Q8).
+    pub busy_until: Time,
+    /// Credit granted without any PULL, by NDP (re)starts.
+    pub free_credit_bytes: u64,
+    /// NDP (re)starts that granted credit.
+    pub bursts: u64,
+    /// RTS packets sent (starts in RTS mode, busy-time rule, credit-loss recovery).
+    pub rts_sent: u64,
+    /// Credit-loss recoveries started (item 27).
+    pub credit_loss_rts: u64,
+    /// Charged bytes of DATA sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// DATA packets resent.
+    pub retransmits: u64,
+    /// Retransmit timer expiries.
+    pub rto_expiries: u64,
+    /// Credit refused because it would have exceeded W: a faulty or hostile receiver
+    /// (a correct one never causes it).
+    pub credit_clamped_bytes: u64,
+}
+
+/// A packet that has been given a sequence number: in flight or awaiting resend.
+#[derive(Debug)]
+struct Sent<P> {
+    seq: u32,
+    /// Charged length (inner packet plus overhead).
+    len: u32,
+    /// Path of the latest transmission (item 43: per-path statistics later).
+    path_id: u16,
+    /// Time of the latest transmission; the retransmit timer runs from it.
+    sent_at: Time,
+    /// Sent more than once, so an ACK gives no RTT sample (Karn's rule).
+    resent: bool,
+    payload: P,
+}
+
+/// A random permutation of the path ids, walked round robin and reshuffled at every
+/// wrap, so that each tunnel covers all paths evenly but unpredictably (item 42, Q15).
+#[derive(Debug)]
+struct PathCycle {
+    order: Vec<u16>,
+    next: usize,
+}
+
+impl PathCycle {
+    fn new(paths: u16) -> Self {
+        Self {
+            order: (0..paths).collect(),
+            next: 0,
+        }
+    }
+
+    fn next(&mut self, rng: &mut SplitMix64) -> u16 {
+        if self.next == 0 {
+            // Fisher-Yates.
+            for i in (1..self.order.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                self.order.swap(i, j);
+            }
+        }
+        let path = self.order[self.next];
+        self.next = (self.next + 1) % self.order.len();
+        path
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): tiny, seedable and good enough to shuffle
+/// path ids. Owning it keeps the core free of global randomness and of a dependency.
+#[derive(Debug)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform-enough integer in `0..n` (multiply-shift; the bias is below 2^-50 for
+    /// the path counts used here).
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// One tunnel: the sending half of the credit loop towards one destination.
+#[derive(Debug)]
+struct Tunnel<P> {
+    /// Destination.
+    peer: PeerId,
+    /// Sequence number of the next new packet.
+    next_seq: u32,
+    /// New packets waiting for credit: (charged length, payload).
+    send_queue: VecDeque<(u32, P)>,
+    /// Charged bytes in `send_queue`.
+    send_bytes: u64,
+    /// NACKed or timed-out packets, served before `send_queue` (item 25).
+    retransmit: VecDeque<Sent<P>>,
+    /// Charged bytes in `retransmit`.
+    retransmit_bytes: u64,
+    /// Sent and not yet ACKed, in order of (latest) send time.
+    in_flight: VecDeque<Sent<P>>,
+    /// Charged bytes in `in_flight`.
+    in_flight_bytes: u64,
+    /// Unspent credit in bytes (item 12).
+    credit: i64,
+    /// Highest pull number seen, in serial order (item 13).
+    highest_pull: u32,
+    /// Pull target carried by the last DATA or RTS sent.
+    last_target: u32,
+    /// End of the receiver's last advertised busy period (Q8).
+    busy_until: Time,
+    /// Last time this tunnel sent anything or heard a control packet: the
+    /// credit-loss timer runs from it.
+    quiet_since: Time,
+    /// An RTS is due.
+    rts_pending: bool,
+    /// Member of the sender's ready list.
+    ready: bool,
+    /// Path ids of this tunnel.
+    paths: PathCycle,
+    stats: TunnelStats,
+}
+
+impl<P> Tunnel<P> {
+    fn new(peer: PeerId, first_seq: u32, paths: u16) -> Self {
+        Self {
+            peer,
+            next_seq: first_seq,
+            send_queue: VecDeque::new(),
+            send_bytes: 0,
+            retransmit: VecDeque::new(),
+            retransmit_bytes: 0,
+            in_flight: VecDeque::new(),
+            in_flight_bytes: 0,
+            credit: 0,
+            highest_pull: 0,
+            last_target: 0,
+            busy_until: 0,
+            quiet_since: 0,
+            rts_pending: false,
+            ready: false,
+            paths: PathCycle::new(paths),
+            stats: TunnelStats {
+                credit: 0,
+                highest_pull: 0,
+                last_pull_target: 0,
+                send_queue_bytes: 0,
+                retransmit_bytes: 0,
+                in_flight_bytes: 0,
+                in_flight_packets: 0,
+                busy_until: 0,
+                free_credit_bytes: 0,
+                bursts: 0,
+                rts_sent: 0,
+                credit_loss_rts: 0,
+                bytes_sent: 0,
+                retransmits: 0,
+                rto_expiries: 0,
+                credit_clamped_bytes: 0,
+            },
+        }
+    }
+
+    /// Bytes still to be sent: send queue plus retransmit queue (Q6).
+    fn backlog(&self) -> u64 {
+        self.send_bytes + self.retransmit_bytes
+    }
+
+    /// Charged length of the packet that would be sent next.
+    fn head_len(&self) -> Option<u32> {
+        self.retransmit
+            .front()
+            .map(|p| p.len)
+            .or_else(|| self.send_queue.front().map(|&(len, _)| len))
+    }
+
+    /// The next packet is paid for (Q4: only when the credit covers all of it).
+    fn can_send_data(&self) -> bool {
+        self.head_len()
+            .is_some_and(|len| i64::from(len) <= self.credit)
+    }
+
+    fn wants_service(&self) -> bool {
+        self.rts_pending || self.can_send_data()
+    }
+
+    /// Has backlog it cannot pay for and nothing in flight whose ACK or NACK could
+    /// bring credit: only a PULL or the credit-loss timer can unblock it.
+    fn stalled(&self) -> bool {
+        self.backlog() > 0
+            && !self.can_send_data()
+            && self.in_flight.is_empty()
+            && !self.rts_pending
+    }
+
+    /// The pull target to advertise now; see the module doc for why the window caps
+    /// the backlog rather than the difference.
+    fn pull_target(&self, window: u32, mtu: u32) -> u32 {
+        let wanted = self.backlog().min(u64::from(window)) as i64 - self.credit;
+        let pulls = if wanted > 0 {
+            (wanted as u64).div_ceil(u64::from(mtu))
+        } else {
+            0
+        };
+        // `pulls` <= W/MTU + 1, far below 2^31, so the cast cannot truncate.
+        self.highest_pull.wrapping_add(pulls as u32)
+    }
+
+    fn snapshot(&self) -> TunnelStats {
+        TunnelStats {
+            credit: self.credit,
+            highest_pull: self.highest_pull,
+            last_pull_target: self.last_target,
+            send_queue_bytes: self.send_bytes,
+            retransmit_bytes: self.retransmit_bytes,
+            in_flight_bytes: self.in_flight_bytes,
+            in_flight_packets: self.in_flight.len(),
+            busy_until: self.busy_until,
+            ..self.stats
+        }
+    }
+}
+
+/// One sending EQIF: a tunnel per destination, credit-driven transmission, and loss
+/// recovery. See the module documentation.
+///
+/// `P` is the caller's packet handle (a slab index in the simulator, a buffer in the
+/// daemon). It is cloned once per transmission, since the sender keeps the packet
+/// until it is ACKed: use a cheap handle.
+#[derive(Debug)]
+pub struct Sender<P> {
+    config: SenderConfig,
+    /// Tunnels, indexed by position; never removed (teardown belongs to the tunnel
+    /// state machines).
+    tunnels: Vec<Tunnel<P>>,
+    /// Position of each destination's tunnel.
+    index: HashMap<PeerId, usize>,
+    /// Tunnels that can send now (credit for their next packet, or an RTS due),
+    /// served round robin one packet per turn (Q12).
+    ready: VecDeque<usize>,
+    /// ACKed packets, handed back by [`Sender::poll_acked`].
+    acked: VecDeque<Acked<P>>,
+    rng: SplitMix64,
+    /// Control packets ignored: wrong sender id or unknown source.
+    ignored_control: u64,
+    /// RST packets received (handled by the tunnel state machines, not here).
+    rst_received: u64,
+}
+
+impl<P: Clone> Sender<P> {
+    /// Creates an EQIF with no tunnels.
+    ///
+    /// # Panics
+    ///
+    /// If the configuration is unusable: `overhead >= mtu`, `window < mtu` (a tunnel
+    /// could never afford a full packet) or `paths == 0`.
+    pub fn new(config: SenderConfig) -> Self {
+        assert!(
+            config.overhead < config.mtu,
+            "overhead must leave room in the MTU"
+        );
+        assert!(
+            config.window >= config.mtu,
+            "the window must hold at least one MTU"
+        );
+        assert!(config.paths > 0, "at least one path id is needed");
+        let rng = SplitMix64(config.seed);
+        Self {
+            config,
+            tunnels: Vec::new(),
+            index: HashMap::new(),
+            ready: VecDeque::new(),
+            acked: VecDeque::new(),
+            rng,
+            ignored_control: 0,
+            rst_received: 0,
+        }
+    }
+
+    /// The configuration this EQIF runs with.
+    pub fn config(&self) -> &SenderConfig {
+        &self.config
+    }
+
+    /// Creates the tunnel to `dst` with its first sequence number (the seam for
+    /// epochs: the tunnel state machine picks it). Returns `false`, changing nothing,
+    /// if the tunnel exists.
+    pub fn open_tunnel(&mut self, dst: PeerId, first_seq: u32) -> bool {
+        if self.index.contains_key(&dst) {
+            return false;
+        }
+        self.index.insert(dst, self.tunnels.len());
+        self.tunnels
+            .push(Tunnel::new(dst, first_seq, self.config.paths));
+        true
+    }
+
+    /// Queues an inner packet of `len` bytes for `dst`, creating the tunnel (first
+    /// sequence number 0) if needed.
+    ///
+    /// If the tunnel had nothing left to send and expected no more PULLs, this
+    /// (re)starts it: NDP mode grants it a window to burst unless the receiver's last
+    /// advertised busy time has not passed; otherwise an RTS is scheduled.
+    pub fn enqueue(
+        &mut self,
+        now: Time,
+        dst: PeerId,
+        len: u32,
+        payload: P,
+    ) -> Result<(), EnqueueError<P>> {
+        let Some(charged) = len
+            .checked_add(self.config.overhead)
+            .filter(|&c| c <= self.config.mtu)
+        else {
+            return Err(EnqueueError::TooLarge(payload));
+        };
+        if !self.index.contains_key(&dst) {
+            self.open_tunnel(dst, 0);
+        }
+        let idx = self.index[&dst];
+        let cfg = &self.config;
+        let t = &mut self.tunnels[idx];
+        if t.send_queue.len() >= cfg.send_queue_packets {
+            return Err(EnqueueError::Backpressure(payload));
+        }
+        let restart = t.backlog() == 0 && !t.rts_pending && seq_le(t.last_target, t.highest_pull);
+        if restart {
+            // Stale credit goes (Q6); the fresh window is decided by the mode.
+            t.credit = 0;
+            if cfg.mode == Mode::Ndp && now >= t.busy_until {
+                // The window includes what is still in flight, so a tunnel restarting
+                // with unACKed packets cannot hold more than W in total.
+                let grant = u64::from(cfg.window).saturating_sub(t.in_flight_bytes);
+                t.credit = grant as i64;
+                t.stats.free_credit_bytes += grant;
+                t.stats.bursts += 1;
+            } else {
+                t.rts_pending = true;
+            }
+        }
+        t.send_queue.push_back((charged, payload));
+        t.send_bytes += u64::from(charged);
+        if restart {
+            // The credit-loss timer of an RTS start runs from now.
+            t.quiet_since = now;
+        }
+        self.schedule(idx);
+        Ok(())
+    }
+
+    /// Processes a control packet from `src` (PULL, ACK, NACK or RST).
+    ///
+    /// Packets for another sender id or from an unknown source are counted and
+    /// ignored.
+    pub fn handle_control(&mut self, now: Time, src: PeerId, header: &ControlHeader) {
+        let Some(&idx) = self
+            .index
+            .get(&src)
+            .filter(|_| header.sender_id == self.config.sender_id)
+        else {
+            self.ignored_control += 1;
+            return;
+        };
+        let cfg = &self.config;
+        let t = &mut self.tunnels[idx];
+        t.quiet_since = now;
+        t.busy_until = now + Time::from(header.busy_time_ns) * PS_PER_NS;
+
+        // Every control type carries the cumulative pull number (Q3).
+        let gained = seq_diff(header.pull_no, t.highest_pull);
+        if gained > 0 {
+            t.highest_pull = header.pull_no;
+            let window = i64::from(cfg.window);
+            let credit = t.credit + i64::from(gained) * i64::from(cfg.mtu);
+            if credit > window {
+                t.stats.credit_clamped_bytes += (credit - window) as u64;
+            }
+            t.credit = credit.min(window);
+        }
+
+        match header.kind {
+            ControlKind::Pull => {}
+            ControlKind::Ack if header.cumulative => {
+                let ack = header.ack_no;
+                free_where(t, &mut self.acked, now, |seq| seq_le(seq, ack));
+            }
+            ControlKind::Ack => {
+                let ack = header.ack_no;
+                free_where(t, &mut self.acked, now, |seq| seq == ack);
+            }
+            ControlKind::Nack => {
+                // Only a packet still in flight moves: a NACK for one already queued
+                // for resend (duplicate trim) or already ACKed changes nothing.
+                if let Some(pos) = t.in_flight.iter().position(|p| p.seq == header.ack_no) {
+                    let pkt = t.in_flight.remove(pos).expect("position is in range");
+                    move_to_retransmit(t, pkt);
+                }
+            }
+            ControlKind::Rst => self.rst_received += 1,
+        }
+        self.schedule(idx);
+    }
+
+    /// The next packet to send, if any tunnel can send one now.
+    ///
+    /// Tunnels take turns, one packet per turn (Q12). Within a tunnel an RTS goes
+    /// first (it unlocks credit and costs none), then retransmissions, then new data
+    /// (item 25).
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<P>> {
+        while let Some(idx) = self.ready.pop_front() {
+            let cfg = &self.config;
+            let t = &mut self.tunnels[idx];
+            t.ready = false;
+            let tx = if t.rts_pending {
+                Some(send_rts(t, cfg, &mut self.rng, now))
+            } else if t.can_send_data() {
+                Some(send_data(t, cfg, &mut self.rng, now))
+            } else {
+                None
+            };
+            if t.wants_service() {
+                t.ready = true;
+                self.ready.push_back(idx);
+            }
+            if tx.is_some() {
+                return tx;
+            }
+        }
+        None
+    }
+
+    /// A packet the receiver ACKed, whose payload the caller frees. Call after
+    /// [`Sender::handle_control`] until it returns `None`.
+    pub fn poll_acked(&mut self) -> Option<Acked<P>> {
+        self.acked.pop_front()
+    }
+
+    /// The earliest time [`Sender::handle_timeout`] has work: a retransmit timer or a
+    /// credit-loss timer. `None` if no timer runs.
+    ///
+    /// This scans every tunnel; a timer wheel can replace it when tunnel counts grow.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.tunnels
+            .iter()
+            .flat_map(|t| {
+                let rto = t.in_flight.front().map(|p| p.sent_at + self.config.rto);
+                let stall = t
+                    .stalled()
+                    .then(|| t.quiet_since + self.config.credit_loss_timeout);
+                [rto, stall]
+            })
+            .flatten()
+            .min()
+    }
+
+    /// Runs the timers due at `now`: expired packets move to the retransmit queue
+    /// (item 26) and stalled tunnels schedule an RTS (item 27).
+    pub fn handle_timeout(&mut self, now: Time) {
+        for idx in 0..self.tunnels.len() {
+            let cfg = &self.config;
+            let t = &mut self.tunnels[idx];
+            while t
+                .in_flight
+                .front()
+                .is_some_and(|p| p.sent_at + cfg.rto <= now)
+            {
+                let pkt = t.in_flight.pop_front().expect("front exists");
+                t.stats.rto_expiries += 1;
+                move_to_retransmit(t, pkt);
+            }
+            if t.stalled() && t.quiet_since + cfg.credit_loss_timeout <= now {
+                t.rts_pending = true;
+                t.stats.credit_loss_rts += 1;
+            }
+            self.schedule(idx);
+        }
+    }
+
+    /// A snapshot of the tunnel to `dst`.
+    pub fn tunnel(&self, dst: PeerId) -> Option<TunnelStats> {
+        self.index.get(&dst).map(|&i| self.tunnels[i].snapshot())
+    }
+
+    /// Control packets ignored because of a wrong sender id or unknown source.
+    pub fn ignored_control(&self) -> u64 {
+        self.ignored_control
+    }
+
+    /// RST packets received; acting on them is the tunnel state machines' job.
+    pub fn rst_received(&self) -> u64 {
+        self.rst_received
+    }
+
+    /// Puts a tunnel on the ready list if it can send and is not there yet.
+    fn schedule(&mut self, idx: usize) {
+        let t = &mut self.tunnels[idx];
+        if !t.ready && t.wants_service() {
+            t.ready = true;
+            self.ready.push_back(idx);
+        }
+    }
+}
+
+fn send_rts<P>(
+    t: &mut Tunnel<P>,
+    cfg: &SenderConfig,
+    rng: &mut SplitMix64,
+    now: Time,
+) -> Transmit<P> {
+    t.rts_pending = false;
+    t.last_target = t.pull_target(cfg.window, cfg.mtu);
+    t.quiet_since = now;
+    t.stats.rts_sent += 1;
+    Transmit {
+        dst: t.peer,
+        header: DataHeader {
+            kind: DataKind::Rts,
+            syn: false,
+            trimmed: false,
+            unordered: false,
+            next_proto: NextProto::None,
+            // The next seq, consuming none (Q5).
+            seq: t.next_seq,
+            pull_target: t.last_target,
+            path_id: t.paths.next(rng),
+            sender_id: cfg.sender_id,
+        },
+        payload: None,
+        wire_len: cfg.overhead,
+    }
+}
+
+/// Sends the head packet, which the caller checked is paid for.
+fn send_data<P: Clone>(
+    t: &mut Tunnel<P>,
+    cfg: &SenderConfig,
+    rng: &mut SplitMix64,
+    now: Time,
+) -> Transmit<P> {
+    let (seq, len, resent, payload) = if let Some(pkt) = t.retransmit.pop_front() {
+        t.retransmit_bytes -= u64::from(pkt.len);
+        t.stats.retransmits += 1;
+        (pkt.seq, pkt.len, true, pkt.payload)
+    } else {
+        let (len, payload) = t.send_queue.pop_front().expect("caller checked a head");
+        t.send_bytes -= u64::from(len);
+        let seq = t.next_seq;
+        t.next_seq = seq.wrapping_add(1);
+        (seq, len, false, payload)
+    };
+    t.credit -= i64::from(len);
+    t.stats.bytes_sent += u64::from(len);
+    // Computed after the packet left the backlog and the credit, so the target says
+    // what is wanted beyond this packet.
+    t.last_target = t.pull_target(cfg.window, cfg.mtu);
+    t.quiet_since = now;
+    let path_id = t.paths.next(rng);
+    t.in_flight.push_back(Sent {
+        seq,
+        len,
+        path_id,
+        sent_at: now,
+        resent,
+        payload: payload.clone(),
+    });
+    t.in_flight_bytes += u64::from(len);
+    Transmit {
+        dst: t.peer,
+        header: DataHeader {
+            kind: DataKind::Data,
+            syn: false,
+            trimmed: false,
+            unordered: false,
+            next_proto: cfg.next_proto,
+            seq,
+            pull_target: t.last_target,
+            path_id,
+            sender_id: cfg.sender_id,
+        },
+        payload: Some(payload),
+        wire_len: len,
+    }
+}
+
+fn move_to_retransmit<P>(t: &mut Tunnel<P>, pkt: Sent<P>) {
+    t.in_flight_bytes -= u64::from(pkt.len);
+    t.retransmit_bytes += u64::from(pkt.len);
+    t.retransmit.push_back(pkt);
+}
+
+/// Frees every in-flight or queued-for-resend packet whose seq matches: an ACK for a
+/// packet already moved to the retransmit queue (late ACK after an RTO) still frees
+/// it, saving the resend.
+fn free_where<P>(
+    t: &mut Tunnel<P>,
+    acked: &mut VecDeque<Acked<P>>,
+    now: Time,
+    matches: impl Fn(u32) -> bool,
+) {
+    let dst = t.peer;
+    let mut i = 0;
+    while i < t.in_flight.len() {
+        if matches(t.in_flight[i].seq) {
+            let pkt = t.in_flight.remove(i).expect("index is in range");
+            t.in_flight_bytes -= u64::from(pkt.len);
+            acked.push_back(Acked {
+                dst,
+                payload: pkt.payload,
+                path_id: pkt.path_id,
+                rtt: (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at)),
+            });
+        } else {
+            i += 1;
+        }
+    }
+    let mut i = 0;
+    while i < t.retransmit.len() {
+        if matches(t.retransmit[i].seq) {
+            let pkt = t.retransmit.remove(i).expect("index is in range");
+            t.retransmit_bytes -= u64::from(pkt.len);
+            acked.push_back(Acked {
+                dst,
+                payload: pkt.payload,
+                path_id: pkt.path_id,
+                rtt: None,
+            });
+        } else {
+            i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

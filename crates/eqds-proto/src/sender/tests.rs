@@ -1,0 +1,379 @@
+//! Unit tests of the sending EQIF: one behaviour per test, driven by hand-made
+//! control packets.
+
+use super::*;
+
+/// 1000-byte MTU with 100 bytes of overhead (900-byte inner packets fill it) and a
+/// window of 4 MTUs: small enough to count by hand.
+const MTU: u32 = 1000;
+const OVERHEAD: u32 = 100;
+const FULL: u32 = MTU - OVERHEAD;
+const W: u32 = 4 * MTU;
+const RTO: Time = 1_000_000;
+
+fn config(mode: Mode) -> SenderConfig {
+    SenderConfig {
+        mode,
+        mtu: MTU,
+        overhead: OVERHEAD,
+        window: W,
+        send_queue_packets: 16,
+        rto: RTO,
+        credit_loss_timeout: 2 * RTO,
+        paths: 8,
+        sender_id: 7,
+        next_proto: NextProto::Ipv4,
+        seed: 42,
+    }
+}
+
+fn control(kind: ControlKind, ack_no: u32, pull_no: u32, busy_time_ns: u32) -> ControlHeader {
+    ControlHeader {
+        kind,
+        syn: false,
+        cumulative: false,
+        sender_id: 7,
+        ack_no,
+        pull_no,
+        busy_time_ns,
+    }
+}
+
+fn pull(pull_no: u32) -> ControlHeader {
+    control(ControlKind::Pull, 0, pull_no, 0)
+}
+
+fn drain(s: &mut Sender<u32>, now: Time) -> Vec<Transmit<u32>> {
+    std::iter::from_fn(|| s.poll_transmit(now)).collect()
+}
+
+/// A sender with `n` full packets (payloads 0..n) queued for peer 1 at time 0.
+fn loaded(mode: Mode, n: u32) -> Sender<u32> {
+    let mut s = Sender::new(config(mode));
+    for i in 0..n {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    s
+}
+
+#[test]
+fn ndp_new_tunnel_bursts_exactly_one_window() {
+    let mut s = loaded(Mode::Ndp, 10);
+    let tx = drain(&mut s, 0);
+    assert_eq!(tx.len(), (W / MTU) as usize);
+    for (i, t) in tx.iter().enumerate() {
+        assert_eq!(t.header.kind, DataKind::Data);
+        assert_eq!(t.header.seq, i as u32);
+        assert_eq!(t.payload, Some(i as u32));
+        assert_eq!(t.wire_len, MTU);
+        assert_eq!(t.header.sender_id, 7);
+        // Held credit counts towards the window: packet k asks for k PULLs, one per
+        // packet that reaches the receiver, not Q6's literal W beyond the pull number.
+        assert_eq!(t.header.pull_target, i as u32 + 1);
+    }
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(st.credit, 0);
+    assert_eq!(st.free_credit_bytes, u64::from(W));
+    assert_eq!(st.bursts, 1);
+    assert_eq!(st.rts_sent, 0);
+}
+
+#[test]
+fn rts_mode_sends_rts_then_waits_for_credit() {
+    let mut s = loaded(Mode::Rts, 10);
+    let tx = drain(&mut s, 0);
+    assert_eq!(tx.len(), 1);
+    let rts = &tx[0];
+    assert_eq!(rts.header.kind, DataKind::Rts);
+    assert_eq!(rts.header.next_proto, NextProto::None);
+    assert_eq!(rts.header.seq, 0, "an RTS carries the next seq");
+    assert_eq!(rts.header.pull_target, W / MTU, "asks for one window");
+    assert_eq!(rts.payload, None);
+    assert_eq!(rts.wire_len, OVERHEAD);
+    assert!(drain(&mut s, 10).is_empty(), "no data without credit");
+    assert_eq!(s.tunnel(1).unwrap().free_credit_bytes, 0);
+
+    s.handle_control(20, 1, &pull(1));
+    let tx = drain(&mut s, 20);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Data);
+    assert_eq!(tx[0].header.seq, 0, "the RTS consumed no seq");
+    assert_eq!(tx[0].header.pull_target, 1 + W / MTU);
+}
+
+#[test]
+fn credit_follows_highest_pull_number_through_loss_and_reordering() {
+    let mut s = loaded(Mode::Rts, 10);
+    drain(&mut s, 0);
+    // PULL 1 is lost; PULL 2 carries both MTUs.
+    s.handle_control(1, 1, &pull(2));
+    assert_eq!(drain(&mut s, 1).len(), 2);
+    // The lost PULL 1 turns up late: nothing new.
+    s.handle_control(2, 1, &pull(1));
+    assert!(drain(&mut s, 2).is_empty());
+    assert_eq!(s.tunnel(1).unwrap().highest_pull, 2);
+    // An ACK repairs PULLs 3 and 4, both lost.
+    s.handle_control(3, 1, &control(ControlKind::Ack, 0, 4, 0));
+    assert_eq!(drain(&mut s, 3).len(), 2);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.credit), (4, 0));
+}
+
+#[test]
+fn pull_numbers_compare_across_the_wrap() {
+    let mut s = loaded(Mode::Rts, 4);
+    drain(&mut s, 0);
+    // A huge jump (half the space) is not credit.
+    s.handle_control(1, 1, &pull(1 << 31));
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    // u32::MAX is "before" 0: no credit either.
+    s.handle_control(1, 1, &pull(u32::MAX));
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+}
+
+#[test]
+fn pull_target_caps_the_backlog_before_subtracting_credit() {
+    let mut s = loaded(Mode::Rts, 10);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(3));
+    let tx = drain(&mut s, 1);
+    assert_eq!(tx.len(), 3);
+    // First send: backlog 9 MTUs, credit 2: 3 + (min(9, 4) - 2).
+    assert_eq!(tx[0].header.pull_target, 5);
+    assert_eq!(tx[1].header.pull_target, 6);
+    assert_eq!(tx[2].header.pull_target, 7);
+
+    // A short packet asks for a whole MTU (ceil), and no more.
+    let mut s = Sender::new(config(Mode::Rts));
+    s.enqueue(0, 1, 400, 0).unwrap();
+    let tx = drain(&mut s, 0);
+    assert_eq!(tx[0].header.pull_target, 1);
+}
+
+#[test]
+fn retransmissions_go_before_new_data() {
+    let mut s = loaded(Mode::Rts, 3);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(1));
+    assert_eq!(drain(&mut s, 1)[0].header.seq, 0);
+    s.handle_control(2, 1, &control(ControlKind::Nack, 0, 1, 0));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(
+        (st.in_flight_packets, st.retransmit_bytes),
+        (0, u64::from(MTU))
+    );
+    s.handle_control(3, 1, &pull(2));
+    let tx = drain(&mut s, 3);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.seq, 0, "the NACKed packet first");
+    assert_eq!(tx[0].payload, Some(0));
+    s.handle_control(4, 1, &pull(3));
+    assert_eq!(drain(&mut s, 4)[0].header.seq, 1);
+    assert_eq!(s.tunnel(1).unwrap().retransmits, 1);
+}
+
+#[test]
+fn ack_frees_and_nack_only_moves_packets_in_flight() {
+    let mut s = loaded(Mode::Ndp, 2);
+    assert_eq!(drain(&mut s, 0).len(), 2);
+    s.handle_control(5, 1, &control(ControlKind::Ack, 1, 0, 0));
+    let acked = s.poll_acked().unwrap();
+    assert_eq!((acked.dst, acked.payload, acked.rtt), (1, 1, Some(5)));
+    assert!(s.poll_acked().is_none());
+    // A duplicate ACK and a NACK for the ACKed packet change nothing.
+    s.handle_control(6, 1, &control(ControlKind::Ack, 1, 0, 0));
+    s.handle_control(6, 1, &control(ControlKind::Nack, 1, 0, 0));
+    assert!(s.poll_acked().is_none());
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.in_flight_packets, st.retransmit_bytes), (1, 0));
+    // A NACK twice (duplicated trimmed header) queues one resend.
+    s.handle_control(7, 1, &control(ControlKind::Nack, 0, 0, 0));
+    s.handle_control(7, 1, &control(ControlKind::Nack, 0, 0, 0));
+    assert_eq!(s.tunnel(1).unwrap().retransmit_bytes, u64::from(MTU));
+    // The burst left 2 MTUs of credit: the resend goes at once.
+    let tx = drain(&mut s, 8);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.seq, 0);
+}
+
+#[test]
+fn cumulative_ack_frees_everything_up_to_ack_no() {
+    let mut s = loaded(Mode::Ndp, 4);
+    drain(&mut s, 0);
+    let mut ack = control(ControlKind::Ack, 2, 0, 0);
+    ack.cumulative = true;
+    s.handle_control(1, 1, &ack);
+    let freed: Vec<u32> = std::iter::from_fn(|| s.poll_acked())
+        .map(|a| a.payload)
+        .collect();
+    assert_eq!(freed, vec![0, 1, 2]);
+    assert_eq!(s.tunnel(1).unwrap().in_flight_packets, 1);
+}
+
+#[test]
+fn rto_moves_the_packet_to_the_retransmit_queue() {
+    let mut s = loaded(Mode::Ndp, 1);
+    drain(&mut s, 0);
+    assert_eq!(s.poll_timeout(), Some(RTO));
+    s.handle_timeout(RTO - 1);
+    assert_eq!(s.tunnel(1).unwrap().in_flight_packets, 1);
+    s.handle_timeout(RTO);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.in_flight_packets, st.rto_expiries), (0, 1));
+    // NDP burst credit remains (3 MTUs), so the resend goes at once.
+    let tx = drain(&mut s, RTO);
+    assert_eq!(tx.len(), 1);
+    assert_eq!((tx[0].header.seq, tx[0].payload), (0, Some(0)));
+    assert_eq!(s.poll_timeout(), Some(2 * RTO));
+    // The original's ACK arrives late: freed, but no RTT sample (Karn).
+    s.handle_control(RTO + 1, 1, &control(ControlKind::Ack, 0, 0, 0));
+    assert_eq!(s.poll_acked().unwrap().rtt, None);
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn restart_within_busy_time_uses_rts_even_in_ndp_mode() {
+    let mut s = loaded(Mode::Ndp, 1);
+    drain(&mut s, 0);
+    // The ACK says the receiver stays busy for 50 us.
+    s.handle_control(1_000, 1, &control(ControlKind::Ack, 0, 0, 50_000));
+    assert_eq!(s.tunnel(1).unwrap().busy_until, 1_000 + 50_000_000);
+    // Idle now; new data within the busy time: RTS, no burst, no stale credit.
+    s.enqueue(2_000, 1, FULL, 1).unwrap();
+    let tx = drain(&mut s, 2_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    // It is served by a PULL, then ACKed with the link no longer busy.
+    s.handle_control(3_000, 1, &pull(1));
+    assert_eq!(drain(&mut s, 3_000)[0].header.kind, DataKind::Data);
+    s.handle_control(4_000, 1, &control(ControlKind::Ack, 1, 1, 0));
+    // Restarting after the busy time bursts again.
+    s.enqueue(5_000, 1, FULL, 2).unwrap();
+    s.enqueue(5_000, 1, FULL, 3).unwrap();
+    let tx = drain(&mut s, 5_000);
+    assert_eq!(tx.len(), 2);
+    assert!(tx.iter().all(|t| t.header.kind == DataKind::Data));
+    assert_eq!(s.tunnel(1).unwrap().bursts, 2);
+}
+
+#[test]
+fn ndp_restart_counts_packets_still_in_flight() {
+    let mut s = loaded(Mode::Ndp, 1);
+    drain(&mut s, 0);
+    // Idle (nothing queued, no PULL expected) with one packet unACKed.
+    s.enqueue(1, 1, FULL, 1).unwrap();
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(st.credit + st.in_flight_bytes as i64, i64::from(W));
+    assert_eq!(st.free_credit_bytes, u64::from(W) + u64::from(W - MTU));
+}
+
+#[test]
+fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    // The RTS is lost. Only the credit-loss timer runs.
+    assert_eq!(s.poll_timeout(), Some(2 * RTO));
+    s.handle_timeout(2 * RTO);
+    let tx = drain(&mut s, 2 * RTO);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 1);
+
+    // One packet is paid for and ACKed; the last PULL is lost. The tunnel has
+    // backlog, no credit, nothing in flight: after the timeout it asks again.
+    let t0 = 3 * RTO;
+    s.handle_control(t0, 1, &pull(1));
+    drain(&mut s, t0);
+    s.handle_control(t0 + 10, 1, &control(ControlKind::Ack, 0, 1, 0));
+    assert!(drain(&mut s, t0 + 10).is_empty());
+    assert_eq!(s.poll_timeout(), Some(t0 + 10 + 2 * RTO));
+    s.handle_timeout(t0 + 10 + 2 * RTO);
+    let tx = drain(&mut s, t0 + 10 + 2 * RTO);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(tx[0].header.pull_target, 2);
+}
+
+#[test]
+fn tunnels_holding_credit_take_turns() {
+    let mut s = Sender::new(config(Mode::Ndp));
+    for dst in [1, 2, 3] {
+        for i in 0..3 {
+            s.enqueue(0, dst, FULL, dst * 10 + i).unwrap();
+        }
+    }
+    let order: Vec<PeerId> = drain(&mut s, 0).iter().map(|t| t.dst).collect();
+    assert_eq!(order, vec![1, 2, 3, 1, 2, 3, 1, 2, 3]);
+}
+
+#[test]
+fn path_ids_cycle_through_a_fresh_permutation() {
+    let mut cfg = config(Mode::Ndp);
+    cfg.window = 16 * MTU;
+    let run = |cfg: SenderConfig| {
+        let mut s = Sender::new(cfg);
+        for i in 0..16 {
+            s.enqueue(0, 1, FULL, i).unwrap();
+        }
+        drain(&mut s, 0)
+            .iter()
+            .map(|t| t.header.path_id)
+            .collect::<Vec<u16>>()
+    };
+    let paths = run(cfg.clone());
+    for cycle in paths.chunks(8) {
+        let mut sorted = cycle.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..8).collect::<Vec<u16>>());
+    }
+    assert_eq!(paths, run(cfg.clone()), "same seed, same paths");
+    cfg.seed = 43;
+    assert_ne!(paths, run(cfg), "another seed, other paths");
+}
+
+#[test]
+fn enqueue_refuses_full_queues_and_oversized_packets() {
+    let mut s = Sender::new(config(Mode::Rts));
+    assert_eq!(
+        s.enqueue(0, 1, FULL + 1, 99),
+        Err(EnqueueError::TooLarge(99))
+    );
+    for i in 0..16 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    assert_eq!(
+        s.enqueue(0, 1, FULL, 16),
+        Err(EnqueueError::Backpressure(16))
+    );
+}
+
+#[test]
+fn control_for_another_sender_id_or_peer_is_ignored() {
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    let mut other = pull(2);
+    other.sender_id = 8;
+    s.handle_control(1, 1, &other);
+    s.handle_control(1, 9, &pull(2));
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    assert_eq!(s.ignored_control(), 2);
+}
+
+#[test]
+fn credit_beyond_the_window_is_refused() {
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(10));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(st.credit, i64::from(W));
+    assert_eq!(st.credit_clamped_bytes, u64::from(6 * MTU));
+}
+
+#[test]
+fn open_tunnel_sets_the_first_sequence_number() {
+    let mut s = Sender::new(config(Mode::Ndp));
+    assert!(s.open_tunnel(1, 5 << 10));
+    assert!(!s.open_tunnel(1, 0));
+    s.enqueue(0, 1, FULL, 0).unwrap();
+    assert_eq!(drain(&mut s, 0)[0].header.seq, 5 << 10);
+}

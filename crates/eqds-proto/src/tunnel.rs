@@ -1,0 +1,1140 @@
+//! The tunnel state machines of the paper's Appendix A: zero-RTT setup, epochs and
+//! self-synchronisation (spec `shared/spec/eqds.md` 1.G items 33-38, Q13).
+//!
+//! A sending EQIF sends data at once, with SYN on every packet, until a SYN-ACK (or
+//! SYN-NACK) for its epoch comes back. The first SYN of an epoch has its low 10 bits
+//! zero, so a receiver can tell the epoch from any packet of the initial window, which
+//! may arrive out of order. Either side may drop its state at any time without telling
+//! the other; epochs let the two agree again which connection is the current one.
+//!
+//! Both machines are pure: an event goes in, the new state is stored and a short list
+//! of [`Actions`] comes out for the caller to carry out in order (the caller owns the
+//! reorder queue, the send buffers and the packets). No clocks, no randomness: the
+//! sender's random epoch comes in as a `u32`.
+//!
+//! Epochs are 22 bits ([`EPOCH_BITS`]) and compared with serial arithmetic (item 36,
+//! Q13), so random epochs near the wrap and `old + 1` across it order correctly. Two
+//! epochs exactly half the space apart are neither less nor greater in RFC 1982;
+//! both machines treat that case as **greater** \[choice\]: the receiver accepts such a
+//! SYN, and the sender re-synchronises on such a SYN-ACK, so either way one more
+//! attempt settles it.
+
+use crate::wire::{epoch_lt, epoch_of, isn_for_epoch, seq_diff, EPOCH_BITS};
+
+/// Mask of the epoch bits.
+const EPOCH_MASK: u32 = (1 << EPOCH_BITS) - 1;
+
+/// How an epoch compares with a reference epoch, in 22-bit serial order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EpochOrder {
+    /// Before the reference: stale.
+    Lesser,
+    /// The reference epoch.
+    Same,
+    /// After the reference, or exactly half the space away \[choice\].
+    Greater,
+}
+
+/// Compares `epoch` with `reference` over [`EPOCH_BITS`] bits (bits above are ignored).
+pub fn epoch_order(epoch: u32, reference: u32) -> EpochOrder {
+    let (a, b) = (epoch & EPOCH_MASK, reference & EPOCH_MASK);
+    if a == b {
+        EpochOrder::Same
+    } else if epoch_lt(a, b) {
+        EpochOrder::Lesser
+    } else {
+        EpochOrder::Greater
+    }
+}
+
+/// The epoch after `epoch`, wrapping at 2^22.
+pub fn next_epoch(epoch: u32) -> u32 {
+    epoch.wrapping_add(1) & EPOCH_MASK
+}
+
+/// Most actions one event can produce.
+pub const MAX_ACTIONS: usize = 4;
+
+/// The actions one event produced, in the order to carry them out. Held inline: no
+/// allocation per packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Actions<A> {
+    /// The first `len` entries are `Some`.
+    items: [Option<A>; MAX_ACTIONS],
+    /// How many actions there are.
+    len: usize,
+}
+
+impl<A: Copy> Actions<A> {
+    fn of(list: &[A]) -> Self {
+        let mut items = [None; MAX_ACTIONS];
+        for (slot, action) in items.iter_mut().zip(list) {
+            *slot = Some(*action);
+        }
+        Self {
+            items,
+            len: list.len(),
+        }
+    }
+
+    /// Number of actions.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No action: the event changed nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The actions in order.
+    pub fn iter(&self) -> impl Iterator<Item = A> + '_ {
+        self.items.iter().flatten().copied()
+    }
+
+    /// Whether `action` is among them.
+    pub fn contains(&self, action: &A) -> bool
+    where
+        A: PartialEq,
+    {
+        self.iter().any(|a| a == *action)
+    }
+}
+
+impl<A: Copy> IntoIterator for Actions<A> {
+    type Item = A;
+    type IntoIter = std::iter::Flatten<std::array::IntoIter<Option<A>, MAX_ACTIONS>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().flatten()
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Receiver (item 34, Figure 27)
+// ---------------------------------------------------------------------------------
+
+/// Receiving-side tunnel parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxConfig {
+    /// W, the tunnel's credit window in packets. Non-SYN data more than 2W away from
+    /// the in-order point is answered with RST (Q13). Default 150, the paper's kernel
+    /// EQDS window (§8.5).
+    pub window: u32,
+}
+
+impl Default for RxConfig {
+    fn default() -> Self {
+        Self { window: 150 }
+    }
+}
+
+/// State of a receiving tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxState {
+    /// No state: the epoch is unknown.
+    Closed,
+    /// Accepting data of `epoch`.
+    Established {
+        /// The epoch of the SYN that established the tunnel.
+        epoch: u32,
+    },
+}
+
+/// What happened to a receiving tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxEvent {
+    /// A DATA packet (or RTS) arrived.
+    Data {
+        /// Its sequence number; for a SYN, `epoch_of(seq)` is its epoch.
+        seq: u32,
+        /// Its SYN flag.
+        syn: bool,
+        /// The reorder queue's in-order point (`ReorderQueue::next_seq`), for the stray
+        /// check of Q13. Ignored when CLOSED.
+        expected: u32,
+    },
+    /// Admin command, memory pressure or idle timeout: drop the tunnel.
+    Close,
+}
+
+/// What the caller of [`RxTunnel::handle`] must do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RxAction {
+    /// Hand every packet in the reorder queue to the host regardless of holes
+    /// (`ReorderQueue::release_all`): the old sequence space will never fill.
+    ReleaseReorderQueue,
+    /// Start the sequence space at `isn` (`ReorderQueue::reset`).
+    ResetSequence {
+        /// The epoch's first sequence number: the SYN's seq, low 10 bits cleared.
+        isn: u32,
+    },
+    /// Accept the packet: into the reorder queue (or a NACK if trimmed) and ACK it.
+    /// With `syn_ack` the ACK/NACK carries SYN: it is the SYN-ACK/SYN-NACK.
+    Accept {
+        /// Set SYN on this packet's ACK or NACK.
+        syn_ack: bool,
+    },
+    /// Send a SYN-ACK advertising `epoch` without accepting the packet. Its `ack_no`
+    /// must lie in `epoch`; use a seq actually received (for example the last one
+    /// released in order), because a sender in that epoch processes it as an ACK.
+    SendSynAck {
+        /// The receiver's current epoch.
+        epoch: u32,
+    },
+    /// Send an RST: "this receiver holds no state for you".
+    SendRst,
+    /// Drop the packet: do not deliver it.
+    Drop,
+    /// Free the tunnel's state (reorder queue, credit state).
+    FreeState,
+}
+
+/// The receiving side of one tunnel.
+#[derive(Debug, Clone)]
+pub struct RxTunnel {
+    /// Parameters.
+    config: RxConfig,
+    /// Current state.
+    state: RxState,
+}
+
+impl RxTunnel {
+    /// A CLOSED receiving tunnel.
+    pub fn new(config: RxConfig) -> Self {
+        Self {
+            config,
+            state: RxState::Closed,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> RxState {
+        self.state
+    }
+
+    /// The established epoch, if any.
+    pub fn epoch(&self) -> Option<u32> {
+        match self.state {
+            RxState::Closed => None,
+            RxState::Established { epoch } => Some(epoch),
+        }
+    }
+
+    /// Runs one event through the table of item 34 and returns what to do.
+    pub fn handle(&mut self, event: RxEvent) -> Actions<RxAction> {
+        use RxAction::*;
+        match (self.state, event) {
+            (RxState::Closed, RxEvent::Close) => Actions::of(&[]),
+            (RxState::Established { .. }, RxEvent::Close) => {
+                self.state = RxState::Closed;
+                Actions::of(&[SendRst, FreeState])
+            }
+            (RxState::Closed, RxEvent::Data { seq, syn: true, .. }) => {
+                let epoch = epoch_of(seq);
+                self.state = RxState::Established { epoch };
+                let isn = isn_for_epoch(epoch);
+                Actions::of(&[ResetSequence { isn }, Accept { syn_ack: true }])
+            }
+            // "RST means the receiver is closed" [inferred].
+            (RxState::Closed, RxEvent::Data { syn: false, .. }) => Actions::of(&[SendRst, Drop]),
+            (RxState::Established { epoch }, RxEvent::Data { seq, syn: true, .. }) => {
+                let theirs = epoch_of(seq);
+                match epoch_order(theirs, epoch) {
+                    EpochOrder::Same => Actions::of(&[Accept { syn_ack: true }]),
+                    EpochOrder::Greater => {
+                        self.state = RxState::Established { epoch: theirs };
+                        let isn = isn_for_epoch(theirs);
+                        Actions::of(&[
+                            ReleaseReorderQueue,
+                            ResetSequence { isn },
+                            Accept { syn_ack: true },
+                        ])
+                    }
+                    // Stale: not delivered [choice], since its sequence space is not
+                    // the queue's.
+                    EpochOrder::Lesser => Actions::of(&[SendSynAck { epoch }, Drop]),
+                }
+            }
+            (
+                RxState::Established { .. },
+                RxEvent::Data {
+                    seq,
+                    syn: false,
+                    expected,
+                },
+            ) => {
+                // Q13 [choice]: non-SYN data far from the in-order point belongs to
+                // another epoch (say we were re-established by a stale SYN). RST makes
+                // the sender re-establish; our state is kept, since the packet may just
+                // be a stray.
+                let limit = 2 * i64::from(self.config.window);
+                if i64::from(seq_diff(seq, expected)).abs() > limit {
+                    Actions::of(&[SendRst, Drop])
+                } else {
+                    Actions::of(&[Accept { syn_ack: false }])
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Sender (item 35; the paper's Figure 26 is lost, this is rebuilt from its text)
+// ---------------------------------------------------------------------------------
+
+/// State of a sending tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxState {
+    /// No tunnel.
+    Closed {
+        /// The epoch of the tunnel this one replaced, when still known: the next one
+        /// uses the epoch after it rather than a random one.
+        last_epoch: Option<u32>,
+    },
+    /// Sending with SYN, waiting for a SYN-ACK/SYN-NACK of `epoch`.
+    SynSent {
+        /// Our epoch.
+        epoch: u32,
+    },
+    /// The receiver confirmed `epoch`; data goes without SYN.
+    Established {
+        /// Our epoch.
+        epoch: u32,
+    },
+}
+
+/// What happened to a sending tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxEvent {
+    /// A packet is waiting to be sent. `random` is a uniformly random number from the
+    /// caller, read only when CLOSED with no remembered epoch.
+    PacketToSend {
+        /// Random bits for a fresh epoch (the low 22 are used).
+        random: u32,
+    },
+    /// A SYN-ACK or SYN-NACK (an ACK or NACK with SYN) arrived.
+    SynAck {
+        /// Its `ack_no`; `epoch_of(ack_no)` is the epoch it confirms or advertises.
+        ack_no: u32,
+    },
+    /// An RST arrived: the receiver holds no state for this tunnel.
+    Rst {
+        /// Packets are queued or unacknowledged in flight.
+        backlog: bool,
+    },
+    /// Too many retransmit timeouts in a row: the tunnel is unhealthy (item 26, Q10).
+    TooManyRtos,
+    /// Idle timeout, memory pressure or admin command: drop the tunnel.
+    Close,
+}
+
+/// What the caller of [`TxTunnel::handle`] must do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxAction {
+    /// A new epoch was picked: number the tunnel's packets from `isn` on.
+    StartEpoch {
+        /// The new epoch.
+        epoch: u32,
+        /// Its first sequence number, `epoch << 10`.
+        isn: u32,
+    },
+    /// Set SYN on every DATA and RTS packet from now on.
+    SetSyn,
+    /// Stop setting SYN.
+    StopSyn,
+    /// Resend every unacknowledged packet (the initial window) renumbered in the new
+    /// sequence space, with SYN, ahead of new data.
+    ResendUnacked,
+    /// Process the ACK/NACK as usual.
+    Process,
+    /// Ignore the control packet (stale, or no tunnel).
+    Ignore,
+    /// Free the tunnel's state (buffers, credit).
+    FreeState,
+}
+
+/// The sending side of one tunnel.
+///
+/// While SYN-SENT the caller must not send past `isn + EPOCH_BLOCK - 1`: the whole
+/// initial window must fit in the epoch's 1024-seq block (item 33), or a later SYN would
+/// look like the next epoch to the receiver.
+#[derive(Debug, Clone)]
+pub struct TxTunnel {
+    /// Current state.
+    state: TxState,
+}
+
+impl Default for TxTunnel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TxTunnel {
+    /// A CLOSED sending tunnel with no remembered epoch.
+    pub fn new() -> Self {
+        Self {
+            state: TxState::Closed { last_epoch: None },
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> TxState {
+        self.state
+    }
+
+    /// Our epoch, unless CLOSED.
+    pub fn epoch(&self) -> Option<u32> {
+        match self.state {
+            TxState::Closed { .. } => None,
+            TxState::SynSent { epoch } | TxState::Established { epoch } => Some(epoch),
+        }
+    }
+
+    /// Whether data packets must carry SYN now.
+    pub fn syn(&self) -> bool {
+        matches!(self.state, TxState::SynSent { .. })
+    }
+
+    /// Runs one event through the table of item 35 and returns what to do.
+    pub fn handle(&mut self, event: TxEvent) -> Actions<TxAction> {
+        use TxAction::*;
+        match (self.state, event) {
+            (TxState::Closed { last_epoch }, TxEvent::PacketToSend { random }) => {
+                let epoch = last_epoch.map_or(random & EPOCH_MASK, next_epoch);
+                self.start(epoch, false)
+            }
+            (_, TxEvent::PacketToSend { .. }) => Actions::of(&[]),
+
+            (TxState::Closed { .. }, TxEvent::SynAck { .. } | TxEvent::Rst { .. }) => {
+                Actions::of(&[Ignore])
+            }
+            (TxState::SynSent { epoch }, TxEvent::SynAck { ack_no }) => {
+                match epoch_order(epoch_of(ack_no), epoch) {
+                    EpochOrder::Same => {
+                        self.state = TxState::Established { epoch };
+                        Actions::of(&[StopSyn, Process])
+                    }
+                    // Setup failed: the receiver holds a later epoch. One past it is
+                    // sure to be accepted.
+                    EpochOrder::Greater => self.start(next_epoch(epoch_of(ack_no)), true),
+                    EpochOrder::Lesser => Actions::of(&[Ignore]),
+                }
+            }
+            (TxState::Established { epoch }, TxEvent::SynAck { ack_no }) => {
+                match epoch_order(epoch_of(ack_no), epoch) {
+                    // The receiver sets SYN on the ACK of every SYN packet, so these
+                    // keep coming for the rest of the initial window.
+                    EpochOrder::Same => Actions::of(&[Process]),
+                    EpochOrder::Greater => self.start(next_epoch(epoch_of(ack_no)), true),
+                    EpochOrder::Lesser => Actions::of(&[Ignore]),
+                }
+            }
+
+            (
+                TxState::SynSent { epoch } | TxState::Established { epoch },
+                TxEvent::Rst { backlog: true },
+            ) => self.start(next_epoch(epoch), true),
+            (
+                TxState::SynSent { epoch } | TxState::Established { epoch },
+                TxEvent::Rst { backlog: false },
+            ) => self.free(epoch),
+
+            // [choice] "close; re-establish, possibly after a timeout": RTOs imply
+            // unacknowledged data, so re-establish at once in a fresh epoch; the
+            // back-off of Q10 is the caller's pacing of the resends. Applied in SYN-SENT
+            // too, where the receiver may be unreachable.
+            (TxState::Closed { .. }, TxEvent::TooManyRtos) => Actions::of(&[]),
+            (TxState::SynSent { epoch } | TxState::Established { epoch }, TxEvent::TooManyRtos) => {
+                self.start(next_epoch(epoch), true)
+            }
+
+            // The wire format has no sender-to-receiver teardown notice (Q3), and
+            // telling the peer is optional (item 37): nothing is sent.
+            (TxState::Closed { .. }, TxEvent::Close) => Actions::of(&[]),
+            (TxState::SynSent { epoch } | TxState::Established { epoch }, TxEvent::Close) => {
+                self.free(epoch)
+            }
+        }
+    }
+
+    /// Enters SYN-SENT in `epoch`; `resend` after a failed or broken tunnel.
+    fn start(&mut self, epoch: u32, resend: bool) -> Actions<TxAction> {
+        self.state = TxState::SynSent { epoch };
+        let start = TxAction::StartEpoch {
+            epoch,
+            isn: isn_for_epoch(epoch),
+        };
+        if resend {
+            Actions::of(&[start, TxAction::SetSyn, TxAction::ResendUnacked])
+        } else {
+            Actions::of(&[start, TxAction::SetSyn])
+        }
+    }
+
+    /// Goes CLOSED, remembering `epoch` so the next tunnel can use the one after it.
+    fn free(&mut self, epoch: u32) -> Actions<TxAction> {
+        self.state = TxState::Closed {
+            last_epoch: Some(epoch),
+        };
+        Actions::of(&[TxAction::FreeState])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reorder::{InsertOutcome, ReorderConfig, ReorderQueue};
+    use crate::wire::EPOCH_BLOCK;
+    use proptest::prelude::*;
+
+    const MAX_EPOCH: u32 = EPOCH_MASK;
+
+    fn list<A: Copy>(actions: Actions<A>) -> Vec<A> {
+        actions.into_iter().collect()
+    }
+
+    fn rx_in(state: RxState) -> RxTunnel {
+        let mut rx = RxTunnel::new(RxConfig::default());
+        rx.state = state;
+        rx
+    }
+
+    fn tx_in(state: TxState) -> TxTunnel {
+        TxTunnel { state }
+    }
+
+    fn data(seq: u32, syn: bool, expected: u32) -> RxEvent {
+        RxEvent::Data { seq, syn, expected }
+    }
+
+    fn syn_ack(epoch: u32) -> TxEvent {
+        TxEvent::SynAck {
+            ack_no: isn_for_epoch(epoch) + 3,
+        }
+    }
+
+    // ---- receiver table (item 34), one test per row ----
+
+    #[test]
+    fn rx_closed_syn_establishes_from_any_packet_of_the_initial_window() {
+        let mut rx = rx_in(RxState::Closed);
+        // The 6th packet of epoch 77 arrives first: the ISN is still the block start.
+        let seq = isn_for_epoch(77) + 5;
+        assert_eq!(
+            list(rx.handle(data(seq, true, 0))),
+            [
+                RxAction::ResetSequence {
+                    isn: isn_for_epoch(77)
+                },
+                RxAction::Accept { syn_ack: true }
+            ]
+        );
+        assert_eq!(rx.state(), RxState::Established { epoch: 77 });
+    }
+
+    #[test]
+    fn rx_closed_data_without_syn_gets_rst_and_is_dropped() {
+        let mut rx = rx_in(RxState::Closed);
+        assert_eq!(
+            list(rx.handle(data(1234, false, 0))),
+            [RxAction::SendRst, RxAction::Drop]
+        );
+        assert_eq!(rx.state(), RxState::Closed);
+    }
+
+    #[test]
+    fn rx_established_syn_same_epoch_is_data_with_syn_ack() {
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        let seq = isn_for_epoch(9) + 700;
+        assert_eq!(
+            list(rx.handle(data(seq, true, isn_for_epoch(9)))),
+            [RxAction::Accept { syn_ack: true }]
+        );
+        assert_eq!(rx.state(), RxState::Established { epoch: 9 });
+    }
+
+    #[test]
+    fn rx_established_syn_greater_epoch_reestablishes_releasing_the_queue() {
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        let seq = isn_for_epoch(10) + 2;
+        assert_eq!(
+            list(rx.handle(data(seq, true, 0))),
+            [
+                RxAction::ReleaseReorderQueue,
+                RxAction::ResetSequence {
+                    isn: isn_for_epoch(10)
+                },
+                RxAction::Accept { syn_ack: true }
+            ]
+        );
+        assert_eq!(rx.state(), RxState::Established { epoch: 10 });
+    }
+
+    #[test]
+    fn rx_established_syn_lesser_epoch_is_stale_and_answered_with_current_epoch() {
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        assert_eq!(
+            list(rx.handle(data(isn_for_epoch(8), true, 0))),
+            [RxAction::SendSynAck { epoch: 9 }, RxAction::Drop]
+        );
+        assert_eq!(rx.state(), RxState::Established { epoch: 9 });
+    }
+
+    #[test]
+    fn rx_established_close_sends_rst_and_frees_state() {
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        assert_eq!(
+            list(rx.handle(RxEvent::Close)),
+            [RxAction::SendRst, RxAction::FreeState]
+        );
+        assert_eq!(rx.state(), RxState::Closed);
+        // Closing a closed tunnel does nothing.
+        assert!(rx.handle(RxEvent::Close).is_empty());
+        assert_eq!(rx.state(), RxState::Closed);
+    }
+
+    #[test]
+    fn rx_established_data_without_syn_takes_the_normal_path() {
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        let expected = isn_for_epoch(9) + 2000;
+        for seq in [expected - 300, expected, expected + 300] {
+            assert_eq!(
+                list(rx.handle(data(seq, false, expected))),
+                [RxAction::Accept { syn_ack: false }]
+            );
+        }
+        assert_eq!(rx.state(), RxState::Established { epoch: 9 });
+    }
+
+    #[test]
+    fn rx_established_data_far_from_the_in_order_point_gets_rst() {
+        // Q13: outside [expected - 2W, expected + 2W] with W = 150.
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        let expected = 5u32;
+        for seq in [expected.wrapping_sub(301), expected + 301, 1 << 31] {
+            assert_eq!(
+                list(rx.handle(data(seq, false, expected))),
+                [RxAction::SendRst, RxAction::Drop],
+                "seq {seq}"
+            );
+        }
+        assert_eq!(rx.state(), RxState::Established { epoch: 9 });
+    }
+
+    #[test]
+    fn rx_epochs_compare_across_the_wrap() {
+        let mut rx = rx_in(RxState::Established { epoch: MAX_EPOCH });
+        // Epoch 0 follows 2^22 - 1.
+        let actions = rx.handle(data(isn_for_epoch(0), true, 0));
+        assert!(actions.contains(&RxAction::ReleaseReorderQueue));
+        assert_eq!(rx.state(), RxState::Established { epoch: 0 });
+        // And 2^22 - 1 is now stale.
+        assert_eq!(
+            list(rx.handle(data(isn_for_epoch(MAX_EPOCH), true, 0))),
+            [RxAction::SendSynAck { epoch: 0 }, RxAction::Drop]
+        );
+    }
+
+    #[test]
+    fn epochs_half_the_space_apart_count_as_greater() {
+        let half = 1 << (EPOCH_BITS - 1);
+        assert_eq!(epoch_order(half, 0), EpochOrder::Greater);
+        assert_eq!(epoch_order(0, half), EpochOrder::Greater);
+        assert_eq!(epoch_order(3, MAX_EPOCH), EpochOrder::Greater);
+        assert_eq!(epoch_order(MAX_EPOCH, 3), EpochOrder::Lesser);
+        assert_eq!(next_epoch(MAX_EPOCH), 0);
+    }
+
+    // ---- sender table (item 35), one test per row ----
+
+    #[test]
+    fn tx_closed_packet_to_send_picks_a_random_epoch_and_sets_syn() {
+        let mut tx = TxTunnel::new();
+        let random = 0xFFFF_FFFF;
+        assert_eq!(
+            list(tx.handle(TxEvent::PacketToSend { random })),
+            [
+                TxAction::StartEpoch {
+                    epoch: MAX_EPOCH,
+                    isn: isn_for_epoch(MAX_EPOCH)
+                },
+                TxAction::SetSyn
+            ]
+        );
+        assert_eq!(tx.state(), TxState::SynSent { epoch: MAX_EPOCH });
+        assert!(tx.syn());
+    }
+
+    #[test]
+    fn tx_closed_packet_to_send_uses_old_plus_one_when_remembered_even_across_the_wrap() {
+        for (old, new) in [(41, 42), (MAX_EPOCH, 0)] {
+            let mut tx = tx_in(TxState::Closed {
+                last_epoch: Some(old),
+            });
+            assert_eq!(
+                list(tx.handle(TxEvent::PacketToSend { random: 7 })),
+                [
+                    TxAction::StartEpoch {
+                        epoch: new,
+                        isn: isn_for_epoch(new)
+                    },
+                    TxAction::SetSyn
+                ]
+            );
+            assert_eq!(tx.state(), TxState::SynSent { epoch: new });
+        }
+    }
+
+    #[test]
+    fn tx_packet_to_send_when_open_changes_nothing() {
+        for state in [
+            TxState::SynSent { epoch: 4 },
+            TxState::Established { epoch: 4 },
+        ] {
+            let mut tx = tx_in(state);
+            assert!(tx.handle(TxEvent::PacketToSend { random: 1 }).is_empty());
+            assert_eq!(tx.state(), state);
+        }
+    }
+
+    #[test]
+    fn tx_syn_sent_syn_ack_with_our_epoch_establishes() {
+        let mut tx = tx_in(TxState::SynSent { epoch: 4 });
+        assert_eq!(
+            list(tx.handle(syn_ack(4))),
+            [TxAction::StopSyn, TxAction::Process]
+        );
+        assert_eq!(tx.state(), TxState::Established { epoch: 4 });
+        assert!(!tx.syn());
+    }
+
+    #[test]
+    fn tx_syn_sent_syn_ack_with_greater_epoch_restarts_past_it() {
+        let mut tx = tx_in(TxState::SynSent { epoch: 4 });
+        assert_eq!(
+            list(tx.handle(syn_ack(20))),
+            [
+                TxAction::StartEpoch {
+                    epoch: 21,
+                    isn: isn_for_epoch(21)
+                },
+                TxAction::SetSyn,
+                TxAction::ResendUnacked
+            ]
+        );
+        assert_eq!(tx.state(), TxState::SynSent { epoch: 21 });
+    }
+
+    #[test]
+    fn tx_syn_sent_or_established_ignores_syn_ack_with_lesser_epoch() {
+        for state in [
+            TxState::SynSent { epoch: 4 },
+            TxState::Established { epoch: 4 },
+        ] {
+            let mut tx = tx_in(state);
+            assert_eq!(list(tx.handle(syn_ack(3))), [TxAction::Ignore]);
+            assert_eq!(tx.state(), state);
+        }
+    }
+
+    #[test]
+    fn tx_established_syn_ack_with_our_epoch_is_processed() {
+        let mut tx = tx_in(TxState::Established { epoch: 4 });
+        assert_eq!(list(tx.handle(syn_ack(4))), [TxAction::Process]);
+        assert_eq!(tx.state(), TxState::Established { epoch: 4 });
+    }
+
+    #[test]
+    fn tx_established_syn_ack_with_greater_epoch_resyncs() {
+        let mut tx = tx_in(TxState::Established { epoch: 4 });
+        assert_eq!(
+            list(tx.handle(syn_ack(5))),
+            [
+                TxAction::StartEpoch {
+                    epoch: 6,
+                    isn: isn_for_epoch(6)
+                },
+                TxAction::SetSyn,
+                TxAction::ResendUnacked
+            ]
+        );
+        assert_eq!(tx.state(), TxState::SynSent { epoch: 6 });
+    }
+
+    #[test]
+    fn tx_syn_ack_epochs_compare_across_the_wrap() {
+        // Epoch 0 is greater than 2^22 - 1: the next attempt is epoch 1.
+        let mut tx = tx_in(TxState::SynSent { epoch: MAX_EPOCH });
+        assert!(tx.handle(syn_ack(0)).contains(&TxAction::ResendUnacked));
+        assert_eq!(tx.state(), TxState::SynSent { epoch: 1 });
+        // A SYN-ACK for 2^22 - 1 is now stale.
+        assert_eq!(list(tx.handle(syn_ack(MAX_EPOCH))), [TxAction::Ignore]);
+        // A receiver at 2^22 - 1 advertising to a sender that wrapped to the start.
+        let mut tx = tx_in(TxState::SynSent {
+            epoch: MAX_EPOCH - 1,
+        });
+        tx.handle(syn_ack(MAX_EPOCH));
+        assert_eq!(tx.state(), TxState::SynSent { epoch: 0 });
+    }
+
+    #[test]
+    fn tx_rst_with_backlog_reestablishes_at_once_with_a_greater_epoch() {
+        for state in [
+            TxState::SynSent { epoch: MAX_EPOCH },
+            TxState::Established { epoch: MAX_EPOCH },
+        ] {
+            let mut tx = tx_in(state);
+            assert_eq!(
+                list(tx.handle(TxEvent::Rst { backlog: true })),
+                [
+                    TxAction::StartEpoch { epoch: 0, isn: 0 },
+                    TxAction::SetSyn,
+                    TxAction::ResendUnacked
+                ]
+            );
+            assert_eq!(tx.state(), TxState::SynSent { epoch: 0 });
+        }
+    }
+
+    #[test]
+    fn tx_rst_without_backlog_frees_state_remembering_the_epoch() {
+        for state in [
+            TxState::SynSent { epoch: 4 },
+            TxState::Established { epoch: 4 },
+        ] {
+            let mut tx = tx_in(state);
+            assert_eq!(
+                list(tx.handle(TxEvent::Rst { backlog: false })),
+                [TxAction::FreeState]
+            );
+            assert_eq!(
+                tx.state(),
+                TxState::Closed {
+                    last_epoch: Some(4)
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn tx_closed_ignores_control_packets() {
+        for event in [syn_ack(4), TxEvent::Rst { backlog: true }] {
+            let mut tx = TxTunnel::new();
+            assert_eq!(list(tx.handle(event)), [TxAction::Ignore]);
+            assert_eq!(tx.state(), TxState::Closed { last_epoch: None });
+        }
+    }
+
+    #[test]
+    fn tx_too_many_rtos_reestablishes_in_a_fresh_epoch() {
+        for state in [
+            TxState::SynSent { epoch: 4 },
+            TxState::Established { epoch: 4 },
+        ] {
+            let mut tx = tx_in(state);
+            assert_eq!(
+                list(tx.handle(TxEvent::TooManyRtos)),
+                [
+                    TxAction::StartEpoch {
+                        epoch: 5,
+                        isn: isn_for_epoch(5)
+                    },
+                    TxAction::SetSyn,
+                    TxAction::ResendUnacked
+                ]
+            );
+            assert_eq!(tx.state(), TxState::SynSent { epoch: 5 });
+        }
+        let mut tx = TxTunnel::new();
+        assert!(tx.handle(TxEvent::TooManyRtos).is_empty());
+    }
+
+    #[test]
+    fn tx_close_frees_state_without_telling_the_peer() {
+        for state in [
+            TxState::SynSent { epoch: 4 },
+            TxState::Established { epoch: 4 },
+        ] {
+            let mut tx = tx_in(state);
+            assert_eq!(list(tx.handle(TxEvent::Close)), [TxAction::FreeState]);
+            assert_eq!(
+                tx.state(),
+                TxState::Closed {
+                    last_epoch: Some(4)
+                }
+            );
+        }
+        let mut tx = TxTunnel::new();
+        assert!(tx.handle(TxEvent::Close).is_empty());
+    }
+
+    // ---- self-synchronisation of a sender and receiver pair ----
+
+    /// Packets of the initial window a SYN-SENT sender sends before it only repeats
+    /// them (as its RTO would).
+    const INITIAL_WINDOW: u32 = 8;
+
+    #[derive(Debug, Clone, Copy)]
+    struct DataPkt {
+        seq: u32,
+        syn: bool,
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum CtlPkt {
+        Ack { ack_no: u32, syn: bool },
+        Rst,
+    }
+
+    /// A sending EQIF reduced to what the tunnel state needs: it always has backlog.
+    struct TxSide {
+        fsm: TxTunnel,
+        isn: u32,
+        next_seq: u32,
+        /// RSTs seen while synchronised, to check that a settled pair stays settled.
+        restarts: u32,
+    }
+
+    impl TxSide {
+        fn new() -> Self {
+            Self {
+                fsm: TxTunnel::new(),
+                isn: 0,
+                next_seq: 0,
+                restarts: 0,
+            }
+        }
+
+        fn apply(&mut self, actions: Actions<TxAction>, net: &mut Vec<DataPkt>) {
+            for action in actions {
+                match action {
+                    TxAction::StartEpoch { isn, .. } => {
+                        self.isn = isn;
+                        self.next_seq = isn;
+                        self.restarts += 1;
+                    }
+                    TxAction::ResendUnacked => self.emit(net),
+                    _ => {}
+                }
+            }
+        }
+
+        fn emit(&mut self, net: &mut Vec<DataPkt>) {
+            let syn = self.fsm.syn();
+            net.push(DataPkt {
+                seq: self.next_seq,
+                syn,
+            });
+            self.next_seq = self.next_seq.wrapping_add(1);
+        }
+
+        fn send(&mut self, random: u32, net: &mut Vec<DataPkt>) {
+            let actions = self.fsm.handle(TxEvent::PacketToSend { random });
+            self.apply(actions, net);
+            let sent = self.next_seq.wrapping_sub(self.isn);
+            if self.fsm.syn() && sent >= INITIAL_WINDOW {
+                // Window used up: repeat one of it, as a retransmission would.
+                let seq = self.isn + random % INITIAL_WINDOW;
+                net.push(DataPkt { seq, syn: true });
+            } else {
+                self.emit(net);
+            }
+        }
+
+        fn receive(&mut self, pkt: CtlPkt, backlog: bool, net: &mut Vec<DataPkt>) {
+            let event = match pkt {
+                CtlPkt::Ack { syn: false, .. } => return,
+                CtlPkt::Ack { ack_no, syn: true } => TxEvent::SynAck { ack_no },
+                CtlPkt::Rst => TxEvent::Rst { backlog },
+            };
+            let actions = self.fsm.handle(event);
+            self.apply(actions, net);
+        }
+    }
+
+    /// A receiving EQIF reduced to the tunnel and its real reorder queue.
+    struct RxSide {
+        fsm: RxTunnel,
+        queue: ReorderQueue<u32>,
+    }
+
+    impl RxSide {
+        fn new() -> Self {
+            Self {
+                fsm: RxTunnel::new(RxConfig::default()),
+                queue: ReorderQueue::new(
+                    ReorderConfig {
+                        window: RxConfig::default().window,
+                        hole_timeout: u64::MAX,
+                    },
+                    0,
+                ),
+            }
+        }
+
+        fn receive(&mut self, pkt: DataPkt, net: &mut Vec<CtlPkt>) {
+            let event = RxEvent::Data {
+                seq: pkt.seq,
+                syn: pkt.syn,
+                expected: self.queue.next_seq(),
+            };
+            for action in self.fsm.handle(event) {
+                match action {
+                    RxAction::ReleaseReorderQueue => self.queue.release_all().for_each(drop),
+                    RxAction::ResetSequence { isn } => self.queue.reset(isn),
+                    RxAction::Accept { syn_ack } => {
+                        let outcome = self.queue.insert(0, pkt.seq, false, pkt.seq);
+                        assert!(!matches!(outcome, InsertOutcome::Dropped(_)));
+                        while self.queue.poll_deliver(0).is_some() {}
+                        net.push(CtlPkt::Ack {
+                            ack_no: pkt.seq,
+                            syn: syn_ack,
+                        });
+                    }
+                    RxAction::SendSynAck { epoch } => net.push(CtlPkt::Ack {
+                        ack_no: isn_for_epoch(epoch),
+                        syn: true,
+                    }),
+                    RxAction::SendRst => net.push(CtlPkt::Rst),
+                    RxAction::Drop | RxAction::FreeState => {}
+                }
+            }
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Send(u32),
+        DeliverData(prop::sample::Index, bool),
+        DeliverCtl(prop::sample::Index, bool, bool),
+        LoseData(prop::sample::Index),
+        LoseCtl(prop::sample::Index),
+        ReplayOld(prop::sample::Index),
+        StaleSynAck(u32),
+        StaleSyn(u32, u32),
+        RxDropState,
+        RxClose,
+        TxDropState,
+        TxClose,
+        TxTooManyRtos,
+    }
+
+    fn random_epoch_bits() -> impl Strategy<Value = u32> {
+        prop_oneof![any::<u32>(), (EPOCH_MASK - 3)..=EPOCH_MASK, 0u32..4]
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        use prop::sample::Index;
+        prop_oneof![
+            6 => random_epoch_bits().prop_map(Step::Send),
+            6 => (any::<Index>(), any::<bool>()).prop_map(|(i, d)| Step::DeliverData(i, d)),
+            6 => (any::<Index>(), any::<bool>(), any::<bool>())
+                .prop_map(|(i, d, b)| Step::DeliverCtl(i, d, b)),
+            2 => any::<Index>().prop_map(Step::LoseData),
+            2 => any::<Index>().prop_map(Step::LoseCtl),
+            2 => any::<Index>().prop_map(Step::ReplayOld),
+            1 => random_epoch_bits().prop_map(Step::StaleSynAck),
+            1 => (random_epoch_bits(), 0..EPOCH_BLOCK).prop_map(|(e, o)| Step::StaleSyn(e, o)),
+            1 => Just(Step::RxDropState),
+            1 => Just(Step::RxClose),
+            1 => Just(Step::TxDropState),
+            1 => Just(Step::TxClose),
+            1 => Just(Step::TxTooManyRtos),
+        ]
+    }
+
+    fn take<T: Copy>(pool: &mut Vec<T>, at: &prop::sample::Index, keep: bool) -> Option<T> {
+        if pool.is_empty() {
+            return None;
+        }
+        let i = at.index(pool.len());
+        Some(if keep { pool[i] } else { pool.swap_remove(i) })
+    }
+
+    /// Delivers everything in flight, both ways, until the network is empty.
+    fn drain(tx: &mut TxSide, rx: &mut RxSide, fwd: &mut Vec<DataPkt>, rev: &mut Vec<CtlPkt>) {
+        for _ in 0..10_000 {
+            if let Some(p) = fwd.pop() {
+                rx.receive(p, rev);
+            } else if let Some(c) = rev.pop() {
+                tx.receive(c, true, fwd);
+            } else {
+                return;
+            }
+        }
+        panic!("control packets ping-pong forever");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+        #[test]
+        fn sender_and_receiver_always_resynchronise(
+            steps in prop::collection::vec(step(), 0..120),
+            first_epoch in random_epoch_bits(),
+        ) {
+            let (mut tx, mut rx) = (TxSide::new(), RxSide::new());
+            let (mut fwd, mut rev) = (Vec::new(), Vec::new());
+            let (mut old_data, mut old_ctl): (Vec<DataPkt>, Vec<CtlPkt>) = (Vec::new(), Vec::new());
+            tx.send(first_epoch, &mut fwd);
+            for step in steps {
+                match step {
+                    Step::Send(r) => tx.send(r, &mut fwd),
+                    Step::DeliverData(i, dup) => if let Some(p) = take(&mut fwd, &i, dup) {
+                        old_data.push(p);
+                        rx.receive(p, &mut rev);
+                    },
+                    Step::DeliverCtl(i, dup, backlog) => if let Some(c) = take(&mut rev, &i, dup) {
+                        old_ctl.push(c);
+                        tx.receive(c, backlog, &mut fwd);
+                    },
+                    Step::LoseData(i) => { take(&mut fwd, &i, false); }
+                    Step::LoseCtl(i) => { take(&mut rev, &i, false); }
+                    Step::ReplayOld(i) => {
+                        if let Some(p) = take(&mut old_data, &i, true) { fwd.push(p); }
+                        if let Some(c) = take(&mut old_ctl, &i, true) { rev.push(c); }
+                    }
+                    Step::StaleSynAck(e) => rev.push(CtlPkt::Ack {
+                        ack_no: isn_for_epoch(e & EPOCH_MASK) + 1, syn: true,
+                    }),
+                    Step::StaleSyn(e, o) => fwd.push(DataPkt {
+                        seq: isn_for_epoch(e & EPOCH_MASK) + o, syn: true,
+                    }),
+                    // Unilateral state drop: the peer is not told.
+                    Step::RxDropState => rx.fsm = RxTunnel::new(RxConfig::default()),
+                    Step::RxClose => {
+                        let actions = rx.fsm.handle(RxEvent::Close);
+                        if actions.contains(&RxAction::SendRst) { rev.push(CtlPkt::Rst); }
+                    }
+                    Step::TxDropState => tx.fsm = TxTunnel::new(),
+                    Step::TxClose => { tx.fsm.handle(TxEvent::Close); }
+                    Step::TxTooManyRtos => {
+                        let actions = tx.fsm.handle(TxEvent::TooManyRtos);
+                        tx.apply(actions, &mut fwd);
+                    }
+                }
+            }
+            // Quiet period: whatever is still in flight (stale or not) lands, then the
+            // sender keeps sending over a clean network.
+            drain(&mut tx, &mut rx, &mut fwd, &mut rev);
+            for round in 0..4 {
+                tx.send(round, &mut fwd);
+                drain(&mut tx, &mut rx, &mut fwd, &mut rev);
+            }
+            let epoch = tx.fsm.epoch();
+            prop_assert!(epoch.is_some());
+            prop_assert_eq!(tx.fsm.state(), TxState::Established { epoch: epoch.unwrap() });
+            prop_assert_eq!(rx.fsm.state(), RxState::Established { epoch: epoch.unwrap() });
+            // Settled for good: more clean traffic changes nothing.
+            let restarts = tx.restarts;
+            for round in 0..8 {
+                tx.send(round, &mut fwd);
+                drain(&mut tx, &mut rx, &mut fwd, &mut rev);
+            }
+            prop_assert_eq!(tx.restarts, restarts);
+            prop_assert_eq!(tx.fsm.state(), TxState::Established { epoch: epoch.unwrap() });
+            prop_assert_eq!(rx.fsm.state(), RxState::Established { epoch: epoch.unwrap() });
+        }
+    }
+}
