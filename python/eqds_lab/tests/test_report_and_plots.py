@@ -82,3 +82,20 @@ def test_committed_experiments_table_is_up_to_date(tmp_path):
         (tmp_path / result.parent.name / "result.json").write_bytes(result.read_bytes())
     expected = report(tmp_path)
     assert (experiments / "README.md").read_text() == expected, "run `eqds-lab report`"
+
+
+def test_ndp_incast_runs_through_eqds_lab_quick(tmp_path):
+    root = Path(__file__).resolve().parents[3]
+    env = os.environ | {
+        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
+    }
+    script = root / "experiments/ndp-incast/run.py"
+    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((tmp_path / "result.json").read_text())
+    # NDP finishes every quick incast (N = 8, 64, 256) within 10% of line rate.
+    assert result["quantities"][0]["pass"]
+    completion = result["also_measured"]["completion_s"]
+    assert set(completion) >= {"NDP (8-packet trimming queues)", "TCP, 15-packet buffers"}
+    assert (tmp_path / "incast.png").read_bytes()[:8] == PNG_MAGIC
