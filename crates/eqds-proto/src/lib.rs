@@ -19,10 +19,16 @@
 //!   bounded by W, with a hole timeout and an unordered bypass.
 //! - [`tunnel`]: the sender and receiver tunnel state machines of Appendix A: zero-RTT
 //!   setup, epochs and self-synchronisation.
+//! - [`eqif`]: the receiving EQIF joined up: per peer a tunnel state machine and a
+//!   reorder queue next to the credit scheduler, delivering payloads to the host.
+//!
+//! The sender drives its tunnel state machines itself ([`sender::Sender`]); the
+//! receiving side's equivalent is [`eqif::ReceivingEqif`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod eqif;
 pub mod receiver;
 pub mod reorder;
 pub mod sender;

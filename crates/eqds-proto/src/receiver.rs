@@ -7,7 +7,10 @@
 //! per MTU-time at the link rate to the sender at the head of the list (item 17).
 //! Every data packet is answered at once with an ACK, or a NACK when trimmed (item
 //! 22-23); delivery and reordering are the reorder queue's business, not this
-//! module's.
+//! module's. [`Receiver::handle_data`] does both halves at once; the joined receiving
+//! EQIF (`eqif.rs`) calls them apart, [`Receiver::account`] then
+//! [`Receiver::queue_control`], because the tunnel state machine decides whether a
+//! packet is answered and whether the answer carries SYN.
 //!
 //! Per sender the receiver keeps the pull number sent, the pull target, and an ASL
 //! membership bit so a sender appears at most once (item 19).
@@ -188,6 +191,8 @@ struct Queued {
     peer: usize,
     kind: ControlKind,
     ack_no: u32,
+    /// SYN flag: a SYN-ACK or SYN-NACK (set by the tunnel state machine).
+    syn: bool,
 }
 
 /// One receiving EQIF: per-sender credit state, the active sender list and the PULL
@@ -273,6 +278,22 @@ impl Receiver {
     /// membership and queues the ACK, NACK or RTS answer. Call
     /// [`Receiver::poll_control`] afterwards.
     pub fn handle_data(&mut self, now: Time, src: PeerId, header: &DataHeader, payload_len: usize) {
+        let answer = self.account(now, src, header, payload_len);
+        self.queue_control(src, answer, header.seq, false);
+    }
+
+    /// The credit half of [`Receiver::handle_data`]: counts the packet and its demand
+    /// and returns the answer it calls for (ACK, NACK, or PULL for an RTS) without
+    /// queueing it, for a caller (the tunnel layer) that decides the answer's flags
+    /// or drops the packet. Demand is counted even for a dropped packet: its sender
+    /// spent the credit and wants it back.
+    pub fn account(
+        &mut self,
+        now: Time,
+        src: PeerId,
+        header: &DataHeader,
+        payload_len: usize,
+    ) -> ControlKind {
         let idx = self.peer_index(src);
         let peer = &mut self.peers[idx];
         peer.sender_id = header.sender_id;
@@ -311,10 +332,18 @@ impl Receiver {
             peer.stats.active = true;
             self.asl.push(self.config.policy, idx, peer);
         }
+        answer
+    }
+
+    /// Queues a control packet for `src`: an answer from [`Receiver::account`], an
+    /// RST, or a SYN-ACK the tunnel layer decided on. `ack_no` is ignored for PULLs.
+    pub fn queue_control(&mut self, src: PeerId, kind: ControlKind, ack_no: u32, syn: bool) {
+        let idx = self.peer_index(src);
         self.control.push_back(Queued {
             peer: idx,
-            kind: answer,
-            ack_no: header.seq,
+            kind,
+            ack_no,
+            syn,
         });
     }
 
@@ -327,7 +356,7 @@ impl Receiver {
         let peer = &self.peers[q.peer];
         let header = ControlHeader {
             kind: q.kind,
-            syn: false,
+            syn: q.syn,
             cumulative: false,
             sender_id: peer.sender_id,
             ack_no: if q.kind == ControlKind::Pull {
@@ -372,6 +401,7 @@ impl Receiver {
                 peer: idx,
                 kind: ControlKind::Pull,
                 ack_no: 0,
+                syn: false,
             });
             self.next_pull_at += self.pull_interval;
         }

@@ -51,16 +51,40 @@
 //! for `credit_loss_timeout` sends an RTS (item 27, Q11); the receiver answers an RTS
 //! at once with its current pull number, which repairs a lost final PULL.
 //!
-//! # Seams left for the tunnel state machines
+//! # Tunnel lifecycle
 //!
-//! Sequence numbers start at the `first_seq` given to [`Sender::open_tunnel`] (0 for
-//! tunnels created by [`Sender::enqueue`]); SYN is never set and RST is only counted.
-//! Epochs and SYN handling belong to the tunnel module.
+//! Each tunnel is driven by a [`TxTunnel`] (Appendix A, `tunnel.rs`). A tunnel that
+//! gets data while CLOSED picks an epoch (random from the sender's own generator, or
+//! the remembered one plus one) and numbers its packets from `isn_for_epoch(epoch)`;
+//! [`Sender::open_tunnel`] instead starts SYN-SENT at a given sequence number. While
+//! SYN-SENT every DATA and RTS carries SYN, and no new packet is numbered past
+//! `isn + 1023`, so the initial window fits in the epoch's block (item 33). ACKs and
+//! NACKs with SYN go through the state machine: our epoch establishes the tunnel, a
+//! lesser one is ignored, a greater one (or an RST while packets are unacknowledged,
+//! unless it answers a packet sent before the current epoch began)
+//! starts a greater epoch and renumbers every unacknowledged packet into it, in
+//! order, with SYN, ahead of new data; what does not fit in the block goes back to
+//! the send queue. An RST with nothing unacknowledged frees the tunnel's credit.
+//!
+//! A restarted tunnel's new block starts after every sequence number it used
+//! ([`TxTunnel::skip_past`]), so late ACKs and data of the old epoch can never be
+//! taken for new ones. ACKs and NACKs without SYN are processed in any state: the
+//! receiver sets SYN on every answer to a SYN packet, so in SYN-SENT they come from an
+//! older epoch and, by the rule above, match nothing.
+//!
+//! [`Sender::drop_tunnel`] forgets a tunnel unilaterally (item 37) and hands back its
+//! payloads. The receiver keeps its cumulative pull number, so the re-created tunnel
+//! takes the pull number of the first control packet it hears as its baseline, without
+//! credit, rather than comparing against a count it forgot.
 
 use std::collections::{HashMap, VecDeque};
 
 use crate::time::{Time, PS_PER_MS, PS_PER_NS};
-use crate::wire::{seq_diff, seq_le, ControlHeader, ControlKind, DataHeader, DataKind, NextProto};
+use crate::tunnel::{Actions, TxAction, TxEvent, TxState, TxTunnel};
+use crate::wire::{
+    epoch_of, seq_diff, seq_le, seq_lt, ControlHeader, ControlKind, DataHeader, DataKind,
+    NextProto, EPOCH_BLOCK,
+};
 
 /// Names the far end of a tunnel: the destination host (or host and EQIF) as the
 /// owner of this EQIF numbers it. The core never interprets it.
@@ -206,6 +230,12 @@ pub struct TunnelStats {
     /// Credit refused because it would have exceeded W: a faulty or hostile receiver
     /// (a correct one never causes it).
     pub credit_clamped_bytes: u64,
+    /// Epochs started (the first one included).
+    pub epochs: u64,
+    /// Packets renumbered into a new epoch by a re-establishment.
+    pub renumbered: u64,
+    /// RSTs ignored because they answer a packet of an earlier epoch.
+    pub stale_rsts: u64,
 }
 
 /// A packet that has been given a sequence number: in flight or awaiting resend.
@@ -310,13 +340,23 @@ struct Tunnel<P> {
     ready: bool,
     /// Path ids of this tunnel.
     paths: PathCycle,
+    /// The Appendix A state machine.
+    fsm: TxTunnel,
+    /// First sequence number of the current epoch.
+    isn: u32,
+    /// Re-created by [`Sender::drop_tunnel`]: the next control packet's pull number
+    /// is the baseline, not credit.
+    pull_unsynced: bool,
     stats: TunnelStats,
 }
 
 impl<P> Tunnel<P> {
-    fn new(peer: PeerId, first_seq: u32, paths: u16) -> Self {
+    fn new(peer: PeerId, first_seq: u32, paths: u16, fsm: TxTunnel) -> Self {
         Self {
             peer,
+            fsm,
+            isn: first_seq & !(EPOCH_BLOCK - 1),
+            pull_unsynced: false,
             next_seq: first_seq,
             send_queue: VecDeque::new(),
             send_bytes: 0,
@@ -349,6 +389,9 @@ impl<P> Tunnel<P> {
                 retransmits: 0,
                 rto_expiries: 0,
                 credit_clamped_bytes: 0,
+                epochs: 0,
+                renumbered: 0,
+                stale_rsts: 0,
             },
         }
     }
@@ -366,10 +409,91 @@ impl<P> Tunnel<P> {
             .or_else(|| self.send_queue.front().map(|&(len, _)| len))
     }
 
-    /// The next packet is paid for (Q4: only when the credit covers all of it).
+    /// The next packet is paid for (Q4: only when the credit covers all of it) and,
+    /// while SYN-SENT, a new one still fits in the epoch's block (item 33).
     fn can_send_data(&self) -> bool {
+        if self.retransmit.is_empty() && self.block_full() {
+            return false;
+        }
         self.head_len()
             .is_some_and(|len| i64::from(len) <= self.credit)
+    }
+
+    /// SYN-SENT with every sequence number of the epoch's block used.
+    fn block_full(&self) -> bool {
+        self.fsm.syn() && self.next_seq.wrapping_sub(self.isn) >= EPOCH_BLOCK
+    }
+
+    /// Packets are queued, awaiting resend or unacknowledged.
+    fn has_unacked(&self) -> bool {
+        self.backlog() > 0 || !self.in_flight.is_empty()
+    }
+
+    /// Carries out the state machine's actions. Returns whether the control packet
+    /// that caused them is to be processed as an ACK or NACK.
+    fn apply(&mut self, actions: Actions<TxAction>) -> bool {
+        let mut process = false;
+        for action in actions {
+            match action {
+                TxAction::StartEpoch { isn, .. } => {
+                    let mut isn = isn;
+                    if self.next_seq != self.isn {
+                        let last_used = self.next_seq.wrapping_sub(1);
+                        if let Some(TxAction::StartEpoch { isn: later, .. }) =
+                            self.fsm.skip_past(last_used)
+                        {
+                            isn = later;
+                        }
+                    }
+                    self.isn = isn;
+                    self.next_seq = isn;
+                    self.stats.epochs += 1;
+                }
+                TxAction::ResendUnacked => self.renumber_unacked(),
+                TxAction::Process => process = true,
+                TxAction::FreeState => {
+                    self.credit = 0;
+                    self.rts_pending = false;
+                }
+                TxAction::SetSyn | TxAction::StopSyn | TxAction::Ignore => {}
+            }
+        }
+        process
+    }
+
+    /// Moves every unacknowledged packet to the retransmit queue, renumbered in order
+    /// from the new epoch's ISN; what does not fit in the block goes back to the head
+    /// of the send queue. Without credit to resend, an RTS (with SYN) asks for it.
+    fn renumber_unacked(&mut self) {
+        let mut unacked: Vec<Sent<P>> = self
+            .in_flight
+            .drain(..)
+            .chain(self.retransmit.drain(..))
+            .collect();
+        // Every old seq lies serially before the new ISN, so this is the old order.
+        let isn = self.isn;
+        unacked.sort_by_key(|p| p.seq.wrapping_sub(isn));
+        self.in_flight_bytes = 0;
+        self.retransmit_bytes = 0;
+        let mut overflow = Vec::new();
+        for mut pkt in unacked {
+            if self.next_seq.wrapping_sub(self.isn) < EPOCH_BLOCK {
+                pkt.seq = self.next_seq;
+                self.next_seq = self.next_seq.wrapping_add(1);
+                self.retransmit_bytes += u64::from(pkt.len);
+                self.stats.renumbered += 1;
+                self.retransmit.push_back(pkt);
+            } else {
+                overflow.push((pkt.len, pkt.payload));
+            }
+        }
+        for (len, payload) in overflow.into_iter().rev() {
+            self.send_bytes += u64::from(len);
+            self.send_queue.push_front((len, payload));
+        }
+        if self.backlog() > 0 && !self.can_send_data() {
+            self.rts_pending = true;
+        }
     }
 
     fn wants_service(&self) -> bool {
@@ -474,21 +598,52 @@ impl<P: Clone> Sender<P> {
         &self.config
     }
 
-    /// Creates the tunnel to `dst` with its first sequence number (the seam for
-    /// epochs: the tunnel state machine picks it). Returns `false`, changing nothing,
+    /// Creates the tunnel to `dst` SYN-SENT in the epoch of `first_seq`, numbering
+    /// from `first_seq` (which should be the epoch's ISN or close after it: the
+    /// initial window ends with the block). For callers that choose the epoch
+    /// themselves; [`Sender::enqueue`] picks one. Returns `false`, changing nothing,
     /// if the tunnel exists.
     pub fn open_tunnel(&mut self, dst: PeerId, first_seq: u32) -> bool {
         if self.index.contains_key(&dst) {
             return false;
         }
+        let fsm = TxTunnel::syn_sent(epoch_of(first_seq));
+        let mut t = Tunnel::new(dst, first_seq, self.config.paths, fsm);
+        t.stats.epochs = 1;
         self.index.insert(dst, self.tunnels.len());
-        self.tunnels
-            .push(Tunnel::new(dst, first_seq, self.config.paths));
+        self.tunnels.push(t);
         true
     }
 
-    /// Queues an inner packet of `len` bytes for `dst`, creating the tunnel (first
-    /// sequence number 0) if needed.
+    /// Forgets the tunnel to `dst` unilaterally, without telling the receiver (item
+    /// 37), and hands back every payload it held: queued, awaiting resend and
+    /// unacknowledged (some of which may have been delivered). The next packet for
+    /// `dst` starts a new tunnel in a random epoch.
+    pub fn drop_tunnel(&mut self, dst: PeerId) -> Vec<P> {
+        let Some(&idx) = self.index.get(&dst) else {
+            return Vec::new();
+        };
+        let mut fresh = Tunnel::new(dst, 0, self.config.paths, TxTunnel::new());
+        let t = &mut self.tunnels[idx];
+        // Keep the ready-list membership bit: the index may still be on the list.
+        fresh.ready = t.ready;
+        fresh.pull_unsynced = true;
+        let old = std::mem::replace(t, fresh);
+        old.in_flight
+            .into_iter()
+            .chain(old.retransmit)
+            .map(|p| p.payload)
+            .chain(old.send_queue.into_iter().map(|(_, p)| p))
+            .collect()
+    }
+
+    /// The state of the tunnel to `dst`, if one exists.
+    pub fn tunnel_state(&self, dst: PeerId) -> Option<TxState> {
+        self.index.get(&dst).map(|&i| self.tunnels[i].fsm.state())
+    }
+
+    /// Queues an inner packet of `len` bytes for `dst`, creating the tunnel if needed.
+    /// A CLOSED tunnel starts an epoch (item 33).
     ///
     /// If the tunnel had nothing left to send and expected no more PULLs, this
     /// (re)starts it: NDP mode grants it a window to burst unless the receiver's last
@@ -507,13 +662,20 @@ impl<P: Clone> Sender<P> {
             return Err(EnqueueError::TooLarge(payload));
         };
         if !self.index.contains_key(&dst) {
-            self.open_tunnel(dst, 0);
+            self.index.insert(dst, self.tunnels.len());
+            let t = Tunnel::new(dst, 0, self.config.paths, TxTunnel::new());
+            self.tunnels.push(t);
         }
         let idx = self.index[&dst];
         let cfg = &self.config;
         let t = &mut self.tunnels[idx];
         if t.send_queue.len() >= cfg.send_queue_packets {
             return Err(EnqueueError::Backpressure(payload));
+        }
+        if matches!(t.fsm.state(), TxState::Closed { .. }) {
+            let random = self.rng.next_u64() as u32;
+            let actions = t.fsm.handle(TxEvent::PacketToSend { random });
+            t.apply(actions);
         }
         let restart = t.backlog() == 0 && !t.rts_pending && seq_le(t.last_target, t.highest_pull);
         if restart {
@@ -558,6 +720,12 @@ impl<P: Clone> Sender<P> {
         t.quiet_since = now;
         t.busy_until = now + Time::from(header.busy_time_ns) * PS_PER_NS;
 
+        if t.pull_unsynced {
+            // Re-created by `drop_tunnel`: the receiver's count goes on from where it
+            // was; take it as the baseline.
+            t.pull_unsynced = false;
+            t.highest_pull = header.pull_no;
+        }
         // Every control type carries the cumulative pull number (Q3).
         let gained = seq_diff(header.pull_no, t.highest_pull);
         if gained > 0 {
@@ -570,8 +738,38 @@ impl<P: Clone> Sender<P> {
             t.credit = credit.min(window);
         }
 
+        // Appendix A: SYN-ACKs, SYN-NACKs and RSTs go through the state machine first.
+        let process = match header.kind {
+            // An RST names the packet it answers; one for a packet sent before the
+            // current epoch is stale [choice]: the restart it asks for happened, and
+            // acting on it again would renumber, and so duplicate, packets the receiver
+            // may already have delivered in the current epoch.
+            ControlKind::Rst if seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some() => {
+                self.rst_received += 1;
+                t.stats.stale_rsts += 1;
+                false
+            }
+            ControlKind::Rst => {
+                self.rst_received += 1;
+                let backlog = t.has_unacked();
+                let actions = t.fsm.handle(TxEvent::Rst { backlog });
+                t.apply(actions);
+                false
+            }
+            ControlKind::Ack | ControlKind::Nack if header.syn => {
+                let actions = t.fsm.handle(TxEvent::SynAck {
+                    ack_no: header.ack_no,
+                });
+                t.apply(actions)
+            }
+            _ => true,
+        };
+        if !process {
+            self.schedule(idx);
+            return;
+        }
         match header.kind {
-            ControlKind::Pull => {}
+            ControlKind::Pull | ControlKind::Rst => {}
             ControlKind::Ack if header.cumulative => {
                 let ack = header.ack_no;
                 free_where(t, &mut self.acked, now, |seq| seq_le(seq, ack));
@@ -588,7 +786,6 @@ impl<P: Clone> Sender<P> {
                     move_to_retransmit(t, pkt);
                 }
             }
-            ControlKind::Rst => self.rst_received += 1,
         }
         self.schedule(idx);
     }
@@ -678,7 +875,7 @@ impl<P: Clone> Sender<P> {
         self.ignored_control
     }
 
-    /// RST packets received; acting on them is the tunnel state machines' job.
+    /// RST packets received.
     pub fn rst_received(&self) -> u64 {
         self.rst_received
     }
@@ -703,16 +900,22 @@ fn send_rts<P>(
     t.last_target = t.pull_target(cfg.window, cfg.mtu);
     t.quiet_since = now;
     t.stats.rts_sent += 1;
+    let syn = t.fsm.syn();
+    // The next seq, consuming none (Q5); with SYN it must stay in the epoch's block.
+    let seq = if t.block_full() {
+        t.isn.wrapping_add(EPOCH_BLOCK - 1)
+    } else {
+        t.next_seq
+    };
     Transmit {
         dst: t.peer,
         header: DataHeader {
             kind: DataKind::Rts,
-            syn: false,
+            syn,
             trimmed: false,
             unordered: false,
             next_proto: NextProto::None,
-            // The next seq, consuming none (Q5).
-            seq: t.next_seq,
+            seq,
             pull_target: t.last_target,
             path_id: t.paths.next(rng),
             sender_id: cfg.sender_id,
@@ -760,7 +963,7 @@ fn send_data<P: Clone>(
         dst: t.peer,
         header: DataHeader {
             kind: DataKind::Data,
-            syn: false,
+            syn: t.fsm.syn(),
             trimmed: false,
             unordered: false,
             next_proto: cfg.next_proto,

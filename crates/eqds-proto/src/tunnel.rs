@@ -379,6 +379,39 @@ impl TxTunnel {
         }
     }
 
+    /// A tunnel already SYN-SENT in `epoch`, for a caller that chose the epoch itself
+    /// (`Sender::open_tunnel`). Its packets carry SYN as usual.
+    pub fn syn_sent(epoch: u32) -> Self {
+        Self {
+            state: TxState::SynSent {
+                epoch: epoch & EPOCH_MASK,
+            },
+        }
+    }
+
+    /// After a restart of a tunnel that already used sequence numbers up to
+    /// `last_used`: if the new epoch's block does not start after `last_used`, moves
+    /// to the first epoch whose block does and returns its `StartEpoch`.
+    ///
+    /// \[choice\] An ESTABLISHED tunnel numbers past its epoch's block, so `old + 1`
+    /// can start inside sequence numbers still in flight; late ACKs and data of the
+    /// old epoch would then be taken for new ones. Starting after them makes every
+    /// stale packet fall below the new in-order point, where it is a duplicate.
+    pub fn skip_past(&mut self, last_used: u32) -> Option<TxAction> {
+        let TxState::SynSent { epoch } = self.state else {
+            return None;
+        };
+        if crate::wire::seq_lt(last_used, isn_for_epoch(epoch)) {
+            return None;
+        }
+        let epoch = next_epoch(epoch_of(last_used));
+        self.state = TxState::SynSent { epoch };
+        Some(TxAction::StartEpoch {
+            epoch,
+            isn: isn_for_epoch(epoch),
+        })
+    }
+
     /// The current state.
     pub fn state(&self) -> TxState {
         self.state

@@ -22,9 +22,12 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashSet, VecDeque};
 
-use eqds_proto::receiver::{Policy, Receiver, ReceiverConfig};
+use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
+use eqds_proto::receiver::{Policy, ReceiverConfig};
+use eqds_proto::reorder::ReorderConfig;
 use eqds_proto::sender::{Mode, PeerId, Sender, SenderConfig, TunnelStats};
 use eqds_proto::time::{Time, PS_PER_US};
+use eqds_proto::tunnel::RxConfig;
 use eqds_proto::wire::{seq_diff, ControlHeader, DataHeader, DataKind, NextProto};
 use proptest::prelude::*;
 
@@ -168,7 +171,9 @@ struct World {
     p: Params,
     now: Time,
     senders: Vec<Sender<u64>>,
-    rx: Receiver,
+    /// The joined receiving EQIF: the credit scheduler under test sits behind the
+    /// tunnel state machines and reorder queues, as in a real receiver.
+    rx: ReceivingEqif<u64>,
     events: BinaryHeap<Scheduled>,
     order: u64,
     rng: Rng,
@@ -195,13 +200,21 @@ impl World {
                 })
             })
             .collect();
-        let rx = Receiver::new(ReceiverConfig {
-            link_rate_bps: 10_000_000_000,
-            mtu: MTU,
-            window: W,
-            pacing_permille: 1000,
-            pull_burst: 1,
-            policy: Policy::Fifo,
+        let rx = ReceivingEqif::new(ReceivingEqifConfig {
+            credit: ReceiverConfig {
+                link_rate_bps: 10_000_000_000,
+                mtu: MTU,
+                window: W,
+                pacing_permille: 1000,
+                pull_burst: 1,
+                policy: Policy::Fifo,
+            },
+            // In packets: W is up to 266 packets of 45 bytes.
+            tunnel: RxConfig { window: 1024 },
+            reorder: ReorderConfig {
+                window: 300,
+                ..ReorderConfig::default()
+            },
         });
         let mut next_id = 0;
         let tunnels = (0..p.senders)
@@ -303,6 +316,7 @@ impl World {
                     );
                 }
             }
+            while self.rx.poll_deliver(self.now).is_some() {}
             if !progress {
                 break;
             }
@@ -377,7 +391,8 @@ impl World {
                 if f.copies == 0 {
                     t.flights.remove(&n);
                 }
-                self.rx.handle_data(self.now, from as PeerId, &header, len);
+                self.rx
+                    .handle_data(self.now, from as PeerId, &header, transmission, len);
             }
             Event::Control { to, header } => {
                 self.senders[to].handle_control(self.now, RX, &header);
@@ -430,7 +445,9 @@ impl World {
                 continue;
             };
             check_no_credit_from_nothing(self.p.mode, &st);
-            let rs = self.rx.sender(i as PeerId);
+            // Nobody drops state here, so the first epoch is the only one.
+            assert_eq!(st.epochs, 1, "re-established without a state drop");
+            let rs = self.rx.credit().sender(i as PeerId);
             let (pulls_sent, target) = rs.map_or((0, 0), |r| (r.pulls_sent, r.pull_target));
             let pulls_in_flight = seq_diff(pulls_sent, st.highest_pull);
             assert!(pulls_in_flight >= 0, "sender saw a PULL never sent");

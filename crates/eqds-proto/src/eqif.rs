@@ -1,0 +1,370 @@
+//! The receiving EQIF joined up: per sending peer, the Appendix A tunnel state
+//! machine ([`RxTunnel`]) and a reorder queue ([`ReorderQueue`]), next to the credit
+//! scheduler ([`Receiver`]) that serves the whole access link (spec
+//! `shared/spec/eqds.md` 1.D, 1.G items 33-38, 1.H items 39-41).
+//!
+//! [`ReceivingEqif::handle_data`] takes a DATA packet, trimmed header or RTS and:
+//! 1. counts its demand in the credit scheduler (always: its sender spent credit on
+//!    it, even if the packet is then dropped);
+//! 2. runs it through the tunnel state machine, carrying out the actions: a SYN
+//!    from a greater epoch releases the whole reorder queue out of order and resets
+//!    it to the new ISN; data without SYN for an unknown tunnel is answered with an
+//!    RST; a stale SYN is dropped and answered with a SYN-NACK advertising the
+//!    current epoch;
+//! 3. for an accepted packet, puts the payload into the reorder queue (unordered
+//!    packets bypass it; duplicates are dropped but still ACKed, item 41) and queues
+//!    the ACK, or NACK when trimmed, with SYN when the state machine says so. An RTS
+//!    gets the credit scheduler's PULL answer, never with SYN: a PULL carries no
+//!    sequence number that could name an epoch.
+//!
+//! Delivered packets come out of [`ReceivingEqif::poll_deliver`]; control packets
+//! (ACK, NACK, RST, paced PULLs) out of [`ReceivingEqif::poll_control`].
+//! [`ReceivingEqif::poll_timeout`] is the earliest of the PULL pacer and the reorder
+//! queues' hole timers.
+//!
+//! # Choices
+//!
+//! - The stale-SYN answer (item 34's "SYN-ACK advertising the current epoch") is
+//!   sent as a **SYN-NACK for the current ISN** \[choice\]. A sender in an older epoch
+//!   only reads its epoch; a sender in the current epoch processes it, and a NACK
+//!   at worst resends one packet, where an ACK for a sequence number never received
+//!   would lose it.
+//! - [`ReceivingEqif::drop_peer`] forgets the tunnel state and the reorder queue,
+//!   not the credit state \[choice\]: pull numbers are cumulative and the sender keeps
+//!   the serial maximum of those it saw, so restarting them from 0 would starve it.
+//!
+//! # What a receiver state drop loses
+//!
+//! Packets held in the reorder queue were ACKed, so their sender will not resend
+//! them: they are lost, and `drop_peer` hands them back so the caller can count and
+//! free them. Packets already handed out (including those waiting in the
+//! `poll_deliver` queue) are not affected. With no state left, a late duplicate of a
+//! SYN packet of an old epoch re-establishes that epoch and is delivered, so after a
+//! drop a packet of an initial window may be delivered twice (EQDS is a best-effort
+//! datagram service; the paper accepts at-most-once only as long as state is kept).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::receiver::{Receiver, ReceiverConfig};
+use crate::reorder::{InsertOutcome, ReorderConfig, ReorderQueue};
+use crate::sender::PeerId;
+use crate::time::Time;
+use crate::tunnel::{RxAction, RxConfig, RxEvent, RxState, RxTunnel};
+use crate::wire::{isn_for_epoch, ControlHeader, ControlKind, DataHeader};
+
+/// Configuration of a [`ReceivingEqif`].
+#[derive(Debug, Clone, Default)]
+pub struct ReceivingEqifConfig {
+    /// The credit scheduler's parameters.
+    pub credit: ReceiverConfig,
+    /// The tunnel state machines' parameters.
+    pub tunnel: RxConfig,
+    /// Every reorder queue's parameters.
+    pub reorder: ReorderConfig,
+}
+
+/// How a delivered packet left the tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryKind {
+    /// Released in sequence order by the reorder queue.
+    InOrder {
+        /// Its sequence number.
+        seq: u32,
+    },
+    /// Flagged unordered: it bypassed the reorder queue.
+    Unordered {
+        /// Its sequence number.
+        seq: u32,
+    },
+    /// Released regardless of holes because a greater epoch re-established the
+    /// tunnel (item 34).
+    Released,
+}
+
+/// A packet for the host, from [`ReceivingEqif::poll_deliver`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery<P> {
+    /// The sending peer.
+    pub src: PeerId,
+    /// The receiving tunnel's epoch the packet belonged to.
+    pub epoch: u32,
+    /// How it was released.
+    pub kind: DeliveryKind,
+    /// The payload.
+    pub payload: P,
+}
+
+/// Counters of the tunnel layer, for metrics and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EqifStats {
+    /// Tunnels established from CLOSED.
+    pub established: u64,
+    /// Re-establishments by a greater epoch.
+    pub reestablished: u64,
+    /// Packets released out of order by a re-establishment.
+    pub released: u64,
+    /// RSTs sent.
+    pub rst_sent: u64,
+    /// Stale SYNs answered with the current epoch.
+    pub stale_syns: u64,
+    /// Duplicates dropped (and ACKed).
+    pub duplicates: u64,
+    /// Payloads held when a peer's state was dropped.
+    pub lost_on_drop: u64,
+}
+
+/// One sending peer's tunnel state.
+#[derive(Debug)]
+struct PeerTunnel<P> {
+    /// The Appendix A state machine.
+    fsm: RxTunnel,
+    /// Packets waiting for the holes before them.
+    queue: ReorderQueue<P>,
+}
+
+/// A receiving EQIF: credit scheduler, tunnel state machines and reorder queues. See
+/// the module documentation.
+#[derive(Debug)]
+pub struct ReceivingEqif<P> {
+    /// Parameters.
+    config: ReceivingEqifConfig,
+    /// The credit scheduler of the access link.
+    credit: Receiver,
+    /// Tunnel state per sending peer; absent means CLOSED.
+    tunnels: BTreeMap<PeerId, PeerTunnel<P>>,
+    /// Packets released and not yet handed out.
+    deliveries: VecDeque<Delivery<P>>,
+    /// Counters.
+    stats: EqifStats,
+}
+
+impl<P> ReceivingEqif<P> {
+    /// A receiving EQIF with no tunnels.
+    ///
+    /// # Panics
+    ///
+    /// As [`Receiver::new`].
+    pub fn new(config: ReceivingEqifConfig) -> Self {
+        Self {
+            credit: Receiver::new(config.credit.clone()),
+            config,
+            tunnels: BTreeMap::new(),
+            deliveries: VecDeque::new(),
+            stats: EqifStats::default(),
+        }
+    }
+
+    /// The credit scheduler (per-sender credit state, busy time).
+    pub fn credit(&self) -> &Receiver {
+        &self.credit
+    }
+
+    /// The credit scheduler, to set weights and classes.
+    pub fn credit_mut(&mut self) -> &mut Receiver {
+        &mut self.credit
+    }
+
+    /// The tunnel state for `src` (CLOSED when none is kept).
+    pub fn tunnel_state(&self, src: PeerId) -> RxState {
+        self.tunnels
+            .get(&src)
+            .map_or(RxState::Closed, |t| t.fsm.state())
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> EqifStats {
+        self.stats
+    }
+
+    /// Handles a DATA packet, trimmed header or RTS from `src`. `payload` is the
+    /// caller's handle for the packet (dropped unless delivered), `payload_len` its
+    /// inner length for the credit scheduler's counters. Afterwards drain
+    /// [`ReceivingEqif::poll_deliver`] and [`ReceivingEqif::poll_control`].
+    pub fn handle_data(
+        &mut self,
+        now: Time,
+        src: PeerId,
+        header: &DataHeader,
+        payload: P,
+        payload_len: usize,
+    ) {
+        let answer = self.credit.account(now, src, header, payload_len);
+        let Self {
+            config,
+            credit,
+            tunnels,
+            deliveries,
+            stats,
+        } = self;
+        let t = tunnels.entry(src).or_insert_with(|| PeerTunnel {
+            fsm: RxTunnel::new(config.tunnel),
+            queue: ReorderQueue::new(config.reorder, 0),
+        });
+        let old_epoch = t.fsm.epoch();
+        let event = RxEvent::Data {
+            seq: header.seq,
+            syn: header.syn,
+            expected: t.queue.next_seq(),
+        };
+        let mut payload = Some(payload);
+        for action in t.fsm.handle(event) {
+            match action {
+                RxAction::ReleaseReorderQueue => {
+                    let epoch = old_epoch.unwrap_or_default();
+                    stats.reestablished += 1;
+                    for payload in t.queue.release_all() {
+                        stats.released += 1;
+                        deliveries.push_back(Delivery {
+                            src,
+                            epoch,
+                            kind: DeliveryKind::Released,
+                            payload,
+                        });
+                    }
+                }
+                RxAction::ResetSequence { isn } => {
+                    if old_epoch.is_none() {
+                        stats.established += 1;
+                    }
+                    t.queue.reset(isn);
+                }
+                RxAction::Accept { syn_ack } => {
+                    let epoch = t.fsm.epoch().unwrap_or_default();
+                    let ack = match answer {
+                        ControlKind::Ack => match payload
+                            .take()
+                            .map(|p| t.queue.insert(now, header.seq, header.unordered, p))
+                        {
+                            Some(InsertOutcome::Queued) => true,
+                            Some(InsertOutcome::Unordered(payload)) => {
+                                deliveries.push_back(Delivery {
+                                    src,
+                                    epoch,
+                                    kind: DeliveryKind::Unordered { seq: header.seq },
+                                    payload,
+                                });
+                                true
+                            }
+                            Some(InsertOutcome::Duplicate(_)) => {
+                                stats.duplicates += 1;
+                                true
+                            }
+                            // Not ACKed, so the sender resends it.
+                            Some(InsertOutcome::Dropped(_)) | None => false,
+                        },
+                        // A NACK for a trimmed header; the PULL answer to an RTS.
+                        _ => true,
+                    };
+                    if ack {
+                        let syn = syn_ack && answer != ControlKind::Pull;
+                        credit.queue_control(src, answer, header.seq, syn);
+                    }
+                }
+                RxAction::SendSynAck { epoch } => {
+                    stats.stale_syns += 1;
+                    credit.queue_control(src, ControlKind::Nack, isn_for_epoch(epoch), true);
+                }
+                RxAction::SendRst => {
+                    stats.rst_sent += 1;
+                    credit.queue_control(src, ControlKind::Rst, header.seq, false);
+                }
+                RxAction::Drop | RxAction::FreeState => {}
+            }
+        }
+        drain_in_order(src, t, now, deliveries);
+    }
+
+    /// The next packet for the host: released in order, unordered, or released by a
+    /// re-establishment. Also skips reorder-queue holes whose timeout has passed at
+    /// `now`. Call until `None`.
+    pub fn poll_deliver(&mut self, now: Time) -> Option<Delivery<P>> {
+        if self.deliveries.is_empty() {
+            self.release_timed_out(now);
+        }
+        self.deliveries.pop_front()
+    }
+
+    /// The next control packet and its destination: ACK, NACK (either with SYN when
+    /// the tunnel state machine says so), RST, or a paced PULL.
+    pub fn poll_control(&mut self, now: Time) -> Option<(PeerId, ControlHeader)> {
+        self.credit.poll_control(now)
+    }
+
+    /// The earliest time [`ReceivingEqif::handle_timeout`] has work: the next PULL or
+    /// a reorder queue's head-hole timeout.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let holes = self.tunnels.values().filter_map(|t| t.queue.poll_timeout());
+        holes.chain(self.credit.poll_timeout()).min()
+    }
+
+    /// Runs the PULL pacer and skips timed-out holes; then drain
+    /// [`ReceivingEqif::poll_control`] and [`ReceivingEqif::poll_deliver`].
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.credit.poll_timeout().is_some_and(|at| at <= now) {
+            self.credit.handle_timeout(now);
+        }
+        self.release_timed_out(now);
+    }
+
+    /// Forgets the tunnel state of `src` unilaterally, without telling it (item 37),
+    /// and hands back the payloads its reorder queue held: ACKed, never to be resent,
+    /// so lost. The credit state is kept (see the module documentation).
+    pub fn drop_peer(&mut self, src: PeerId) -> Vec<P> {
+        let Some(mut t) = self.tunnels.remove(&src) else {
+            return Vec::new();
+        };
+        let lost: Vec<P> = t.queue.release_all().collect();
+        self.stats.lost_on_drop += lost.len() as u64;
+        lost
+    }
+
+    /// Closes the tunnel of `src` (admin command, memory pressure, idle): like
+    /// [`ReceivingEqif::drop_peer`], but an RST tells the sender (item 34).
+    pub fn close_peer(&mut self, src: PeerId) -> Vec<P> {
+        let Some(t) = self.tunnels.get_mut(&src) else {
+            return Vec::new();
+        };
+        if t.fsm.handle(RxEvent::Close).contains(&RxAction::SendRst) {
+            self.stats.rst_sent += 1;
+            // The in-order point lies in the current epoch, so the sender takes the
+            // RST as current rather than stale.
+            let seq = t.queue.next_seq();
+            self.credit.queue_control(src, ControlKind::Rst, seq, false);
+        }
+        self.drop_peer(src)
+    }
+
+    /// Hands out what the hole timers let through at `now`.
+    fn release_timed_out(&mut self, now: Time) {
+        for (&src, t) in &mut self.tunnels {
+            if t.queue.poll_timeout().is_some_and(|at| at <= now) {
+                drain_in_order(src, t, now, &mut self.deliveries);
+            }
+        }
+    }
+}
+
+/// Moves what the reorder queue releases in order at `now` to the delivery queue.
+fn drain_in_order<P>(
+    src: PeerId,
+    t: &mut PeerTunnel<P>,
+    now: Time,
+    deliveries: &mut VecDeque<Delivery<P>>,
+) {
+    let Some(epoch) = t.fsm.epoch() else {
+        return;
+    };
+    while let Some(payload) = t.queue.poll_deliver(now) {
+        // The in-order point moved just past the released packet.
+        let seq = t.queue.next_seq().wrapping_sub(1);
+        deliveries.push_back(Delivery {
+            src,
+            epoch,
+            kind: DeliveryKind::InOrder { seq },
+            payload,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+//! Unit tests of the receiving EQIF's glue: one tunnel transition per test.
+
+use super::*;
+use crate::wire::{DataKind, NextProto};
+
+const SRC: PeerId = 3;
+
+fn eqif() -> ReceivingEqif<u32> {
+    ReceivingEqif::new(ReceivingEqifConfig::default())
+}
+
+fn data(seq: u32, syn: bool) -> DataHeader {
+    DataHeader {
+        kind: DataKind::Data,
+        syn,
+        trimmed: false,
+        unordered: false,
+        next_proto: NextProto::Ipv4,
+        seq,
+        pull_target: 0,
+        path_id: 0,
+        sender_id: 9,
+    }
+}
+
+fn controls(rx: &mut ReceivingEqif<u32>) -> Vec<(ControlKind, u32, bool)> {
+    std::iter::from_fn(|| rx.poll_control(0))
+        .map(|(dst, h)| {
+            assert_eq!((dst, h.sender_id), (SRC, 9));
+            (h.kind, h.ack_no, h.syn)
+        })
+        .collect()
+}
+
+fn delivered(rx: &mut ReceivingEqif<u32>) -> Vec<(DeliveryKind, u32)> {
+    std::iter::from_fn(|| rx.poll_deliver(0))
+        .map(|d| (d.kind, d.payload))
+        .collect()
+}
+
+#[test]
+fn syn_establishes_and_every_answer_to_a_syn_carries_syn() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(40);
+    // The second packet of the initial window arrives first.
+    rx.handle_data(0, SRC, &data(isn + 1, true), 11, 100);
+    assert_eq!(rx.tunnel_state(SRC), RxState::Established { epoch: 40 });
+    assert!(
+        delivered(&mut rx).is_empty(),
+        "waits for the hole at the ISN"
+    );
+    rx.handle_data(0, SRC, &data(isn, true), 10, 100);
+    assert_eq!(
+        delivered(&mut rx),
+        [
+            (DeliveryKind::InOrder { seq: isn }, 10),
+            (DeliveryKind::InOrder { seq: isn + 1 }, 11)
+        ]
+    );
+    // Once the sender saw a SYN-ACK it drops SYN; those ACKs carry none.
+    rx.handle_data(0, SRC, &data(isn + 2, false), 12, 100);
+    assert_eq!(
+        controls(&mut rx),
+        [
+            (ControlKind::Ack, isn + 1, true),
+            (ControlKind::Ack, isn, true),
+            (ControlKind::Ack, isn + 2, false)
+        ]
+    );
+}
+
+#[test]
+fn data_without_syn_to_an_unknown_tunnel_gets_rst_and_is_not_delivered() {
+    let mut rx = eqif();
+    rx.handle_data(0, SRC, &data(5000, false), 1, 100);
+    assert_eq!(controls(&mut rx), [(ControlKind::Rst, 5000, false)]);
+    assert!(delivered(&mut rx).is_empty());
+    assert_eq!(rx.tunnel_state(SRC), RxState::Closed);
+    assert_eq!(rx.stats().rst_sent, 1);
+}
+
+#[test]
+fn greater_epoch_releases_the_reorder_queue_out_of_order() {
+    let mut rx = eqif();
+    let old = isn_for_epoch(7);
+    rx.handle_data(0, SRC, &data(old, true), 0, 100);
+    // Held behind the hole at old + 1.
+    rx.handle_data(0, SRC, &data(old + 3, false), 3, 100);
+    rx.handle_data(0, SRC, &data(old + 2, false), 2, 100);
+    assert_eq!(delivered(&mut rx).len(), 1);
+    let new = isn_for_epoch(8);
+    rx.handle_data(0, SRC, &data(new, true), 100, 100);
+    assert_eq!(
+        delivered(&mut rx),
+        [
+            (DeliveryKind::Released, 2),
+            (DeliveryKind::Released, 3),
+            (DeliveryKind::InOrder { seq: new }, 100)
+        ]
+    );
+    assert_eq!(rx.tunnel_state(SRC), RxState::Established { epoch: 8 });
+    assert_eq!(rx.stats().reestablished, 1);
+}
+
+#[test]
+fn stale_syn_is_dropped_and_answered_with_the_current_epoch() {
+    let mut rx = eqif();
+    rx.handle_data(0, SRC, &data(isn_for_epoch(8), true), 0, 100);
+    controls(&mut rx);
+    delivered(&mut rx);
+    rx.handle_data(0, SRC, &data(isn_for_epoch(7) + 4, true), 1, 100);
+    assert!(delivered(&mut rx).is_empty());
+    assert_eq!(
+        controls(&mut rx),
+        [(ControlKind::Nack, isn_for_epoch(8), true)]
+    );
+    assert_eq!(rx.tunnel_state(SRC), RxState::Established { epoch: 8 });
+}
+
+#[test]
+fn duplicates_are_acked_not_delivered_and_unordered_bypasses() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(1);
+    rx.handle_data(0, SRC, &data(isn, true), 0, 100);
+    rx.handle_data(0, SRC, &data(isn, true), 0, 100);
+    let mut h = data(isn + 2, false);
+    h.unordered = true;
+    rx.handle_data(0, SRC, &h, 2, 100);
+    assert_eq!(
+        delivered(&mut rx),
+        [
+            (DeliveryKind::InOrder { seq: isn }, 0),
+            (DeliveryKind::Unordered { seq: isn + 2 }, 2)
+        ]
+    );
+    assert_eq!(controls(&mut rx).len(), 3, "the duplicate is ACKed too");
+    assert_eq!(rx.stats().duplicates, 1);
+}
+
+#[test]
+fn trimmed_syn_header_gets_a_syn_nack_and_rts_a_plain_pull() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(2);
+    let mut h = data(isn, true);
+    h.trimmed = true;
+    rx.handle_data(0, SRC, &h, 0, 0);
+    h.kind = DataKind::Rts;
+    h.trimmed = false;
+    h.seq = isn + 1;
+    rx.handle_data(0, SRC, &h, 0, 0);
+    assert_eq!(
+        controls(&mut rx),
+        [
+            (ControlKind::Nack, isn, true),
+            (ControlKind::Pull, 0, false)
+        ]
+    );
+    assert!(delivered(&mut rx).is_empty());
+}
+
+#[test]
+fn drop_peer_hands_back_held_packets_and_forgets_the_epoch() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(5);
+    rx.handle_data(0, SRC, &data(isn + 1, true), 1, 100);
+    rx.handle_data(0, SRC, &data(isn + 2, true), 2, 100);
+    assert_eq!(rx.drop_peer(SRC), [1, 2]);
+    assert_eq!(rx.tunnel_state(SRC), RxState::Closed);
+    assert_eq!(rx.stats().lost_on_drop, 2);
+    controls(&mut rx);
+    rx.handle_data(0, SRC, &data(isn + 3, false), 3, 100);
+    assert_eq!(controls(&mut rx), [(ControlKind::Rst, isn + 3, false)]);
+}
+
+#[test]
+fn close_peer_tells_the_sender() {
+    let mut rx = eqif();
+    rx.handle_data(0, SRC, &data(isn_for_epoch(5), true), 1, 100);
+    controls(&mut rx);
+    assert!(rx.close_peer(SRC).is_empty());
+    let isn = isn_for_epoch(5);
+    assert_eq!(controls(&mut rx), [(ControlKind::Rst, isn + 1, false)]);
+}
+
+#[test]
+fn hole_timeout_is_a_timer_of_the_eqif() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(5);
+    rx.handle_data(10, SRC, &data(isn + 1, true), 1, 100);
+    let at = rx.poll_timeout().unwrap();
+    assert_eq!(at, 10 + ReorderConfig::default().hole_timeout);
+    assert!(rx.poll_deliver(at - 1).is_none());
+    rx.handle_timeout(at);
+    assert_eq!(rx.poll_deliver(at).unwrap().payload, 1);
+}
