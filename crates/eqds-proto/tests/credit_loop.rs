@@ -19,7 +19,6 @@
 //! arrived: the receiver's pull target already pays for a packet overtaken on the way
 //! (the target is cumulative), so counting it again would count it twice.
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashSet, VecDeque};
 
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
@@ -30,6 +29,11 @@ use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::tunnel::RxConfig;
 use eqds_proto::wire::{seq_diff, ControlHeader, DataHeader, DataKind, NextProto};
 use proptest::prelude::*;
+
+mod common;
+use common::{Rng, Scheduled};
+
+type Pending = Scheduled<Event>;
 
 const MTU: u32 = 1500;
 const OVERHEAD: u32 = 44;
@@ -85,27 +89,6 @@ struct Params {
     seed: u64,
 }
 
-/// The test's own generator (SplitMix64), seeded by proptest.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    fn chance(&mut self, permille: u32) -> bool {
-        self.below(1000) < u64::from(permille)
-    }
-}
-
 enum Event {
     /// DATA or RTS, with the harness's transmission number.
     Data {
@@ -118,30 +101,6 @@ enum Event {
         to: usize,
         header: ControlHeader,
     },
-}
-
-struct Scheduled {
-    at: Time,
-    order: u64,
-    event: Event,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.order) == (other.at, other.order)
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    /// Earliest first, then first scheduled: a min-heap on a `BinaryHeap`.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.order).cmp(&(self.at, self.order))
-    }
 }
 
 /// One transmission of a DATA packet, as the network sees it.
@@ -174,7 +133,7 @@ struct World {
     /// The joined receiving EQIF: the credit scheduler under test sits behind the
     /// tunnel state machines and reorder queues, as in a real receiver.
     rx: ReceivingEqif<u64>,
-    events: BinaryHeap<Scheduled>,
+    events: BinaryHeap<Pending>,
     order: u64,
     rng: Rng,
     tunnels: Vec<Tunnel>,

@@ -30,7 +30,6 @@
 //! - **agreement**: at the end both ends of every tunnel are ESTABLISHED in the same
 //!   epoch.
 
-use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use eqds_proto::eqif::{DeliveryKind, EqifStats, ReceivingEqif, ReceivingEqifConfig};
@@ -41,6 +40,11 @@ use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::tunnel::{RxConfig, RxState, TxState};
 use eqds_proto::wire::{seq_lt, ControlHeader, DataHeader, DataKind, NextProto};
 use proptest::prelude::*;
+
+mod common;
+use common::{Rng, Scheduled};
+
+type Pending = Scheduled<Event>;
 
 const MTU: u32 = 1500;
 const OVERHEAD: u32 = 44;
@@ -79,26 +83,6 @@ struct Params {
     seed: u64,
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    fn chance(&mut self, permille: u32) -> bool {
-        self.below(1000) < u64::from(permille)
-    }
-}
-
 enum Event {
     Data {
         from: usize,
@@ -110,29 +94,6 @@ enum Event {
         to: usize,
         header: ControlHeader,
     },
-}
-
-struct Scheduled {
-    at: Time,
-    order: u64,
-    event: Event,
-}
-
-impl PartialEq for Scheduled {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.order) == (other.at, other.order)
-    }
-}
-impl Eq for Scheduled {}
-impl PartialOrd for Scheduled {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Scheduled {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.order).cmp(&(self.at, self.order))
-    }
 }
 
 /// What the test knows about one sender.
@@ -159,7 +120,7 @@ struct World {
     now: Time,
     senders: Vec<Sender<u64>>,
     rx: ReceivingEqif<u64>,
-    events: BinaryHeap<Scheduled>,
+    events: BinaryHeap<Pending>,
     order: u64,
     rng: Rng,
     flows: Vec<Flow>,
