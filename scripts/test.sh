@@ -10,6 +10,13 @@ fi
 
 cargo test --release --workspace
 
+# The real testbed's tests (scripts/testbed.sh) need iperf3 and ping from Debian's
+# packages; install them only when missing (as root, never prompting).
+if ! command -v iperf3 >/dev/null 2>&1 || ! command -v ping >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq iperf3 iputils-ping </dev/null
+fi
+
 # The experiment tooling (eqds_lab) and its tests, Ray included.
 python3 -m pip install --quiet --disable-pip-version-check -e "python/eqds_lab[test,ray]"
 EQDS_SIM="$PWD/target/release/eqds-sim" python3 -m pytest -q python/eqds_lab/tests
