@@ -134,6 +134,9 @@ pub struct ReceivingEqif<P> {
     tunnels: BTreeMap<PeerId, PeerTunnel<P>>,
     /// Packets released and not yet handed out.
     deliveries: VecDeque<Delivery<P>>,
+    /// Payloads of packets not delivered (trimmed headers, RTSs, duplicates, drops),
+    /// handed back so the caller can recycle their buffers.
+    discarded: Vec<P>,
     /// Counters.
     stats: EqifStats,
 }
@@ -150,6 +153,7 @@ impl<P> ReceivingEqif<P> {
             config,
             tunnels: BTreeMap::new(),
             deliveries: VecDeque::new(),
+            discarded: Vec::new(),
             stats: EqifStats::default(),
         }
     }
@@ -177,9 +181,10 @@ impl<P> ReceivingEqif<P> {
     }
 
     /// Handles a DATA packet, trimmed header or RTS from `src`. `payload` is the
-    /// caller's handle for the packet (dropped unless delivered), `payload_len` its
-    /// inner length for the credit scheduler's counters. Afterwards drain
-    /// [`ReceivingEqif::poll_deliver`] and [`ReceivingEqif::poll_control`].
+    /// caller's handle for the packet, `payload_len` its inner length for the credit
+    /// scheduler's counters. Afterwards drain [`ReceivingEqif::poll_deliver`],
+    /// [`ReceivingEqif::poll_control`] and [`ReceivingEqif::poll_discarded`]: every
+    /// payload comes back out of one of them or stays queued for reordering.
     pub fn handle_data(
         &mut self,
         now: Time,
@@ -194,6 +199,7 @@ impl<P> ReceivingEqif<P> {
             credit,
             tunnels,
             deliveries,
+            discarded,
             stats,
         } = self;
         let t = tunnels.entry(src).or_insert_with(|| PeerTunnel {
@@ -245,12 +251,17 @@ impl<P> ReceivingEqif<P> {
                                 });
                                 true
                             }
-                            Some(InsertOutcome::Duplicate(_)) => {
+                            Some(InsertOutcome::Duplicate(p)) => {
                                 stats.duplicates += 1;
+                                discarded.push(p);
                                 true
                             }
                             // Not ACKed, so the sender resends it.
-                            Some(InsertOutcome::Dropped(_)) | None => false,
+                            Some(InsertOutcome::Dropped(p)) => {
+                                discarded.push(p);
+                                false
+                            }
+                            None => false,
                         },
                         // A NACK for a trimmed header; the PULL answer to an RTS.
                         _ => true,
@@ -271,7 +282,16 @@ impl<P> ReceivingEqif<P> {
                 RxAction::Drop | RxAction::FreeState => {}
             }
         }
+        // Trimmed headers, RTSs and packets the state machine dropped.
+        discarded.extend(payload);
         drain_in_order(src, t, now, deliveries);
+    }
+
+    /// The payload of a packet [`ReceivingEqif::handle_data`] did not deliver and
+    /// will not (a trimmed header, an RTS, a duplicate, a drop), for the caller to
+    /// free. Call until `None`.
+    pub fn poll_discarded(&mut self) -> Option<P> {
+        self.discarded.pop()
     }
 
     /// The next packet for the host: released in order, unordered, or released by a

@@ -236,6 +236,8 @@ pub struct TunnelStats {
     pub renumbered: u64,
     /// RSTs ignored because they answer a packet of an earlier epoch.
     pub stale_rsts: u64,
+    /// Trimmed headers a switch returned to us (see [`Sender::handle_returned`]).
+    pub returned: u64,
 }
 
 /// A packet that has been given a sequence number: in flight or awaiting resend.
@@ -392,6 +394,7 @@ impl<P> Tunnel<P> {
                 epochs: 0,
                 renumbered: 0,
                 stale_rsts: 0,
+                returned: 0,
             },
         }
     }
@@ -788,6 +791,39 @@ impl<P: Clone> Sender<P> {
             }
         }
         self.schedule(idx);
+    }
+
+    /// A switch sent the trimmed header of packet `seq` of the tunnel to `dst` back
+    /// to us instead of forwarding it (NDP's return-to-sender, for a header queue
+    /// that is full too). The receiver never saw it, so no NACK will come: the
+    /// packet goes to the retransmit queue now rather than at its RTO. Its demand
+    /// never reached the receiver either; if the tunnel cannot pay for the resend,
+    /// an RTS carrying the current pull target goes out at once to ask for it.
+    /// Unknown tunnels and sequence numbers not in flight are ignored.
+    pub fn handle_returned(&mut self, now: Time, dst: PeerId, seq: u32) {
+        let Some(&idx) = self.index.get(&dst) else {
+            return;
+        };
+        let t = &mut self.tunnels[idx];
+        let Some(pos) = t.in_flight.iter().position(|p| p.seq == seq) else {
+            return;
+        };
+        let pkt = t.in_flight.remove(pos).expect("position is in range");
+        move_to_retransmit(t, pkt);
+        t.stats.returned += 1;
+        if !t.can_send_data() {
+            t.rts_pending = true;
+            t.quiet_since = now;
+        }
+        self.schedule(idx);
+    }
+
+    /// Packets waiting in the send queue of the tunnel to `dst` (0 if there is no
+    /// tunnel): how much room a writer blocked by backpressure has.
+    pub fn send_queue_len(&self, dst: PeerId) -> usize {
+        self.index
+            .get(&dst)
+            .map_or(0, |&i| self.tunnels[i].send_queue.len())
     }
 
     /// The next packet to send, if any tunnel can send one now.

@@ -193,3 +193,29 @@ fn hole_timeout_is_a_timer_of_the_eqif() {
     rx.handle_timeout(at);
     assert_eq!(rx.poll_deliver(at).unwrap().payload, 1);
 }
+
+#[test]
+fn every_payload_not_delivered_is_handed_back() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(5);
+    rx.handle_data(0, SRC, &data(isn, true), 1, 100);
+    // A trimmed header, an RTS and a duplicate carry payloads nobody will deliver.
+    let trimmed = DataHeader {
+        trimmed: true,
+        ..data(isn + 1, true)
+    };
+    rx.handle_data(0, SRC, &trimmed, 2, 0);
+    let rts = DataHeader {
+        kind: DataKind::Rts,
+        ..data(isn + 2, true)
+    };
+    rx.handle_data(0, SRC, &rts, 3, 0);
+    rx.handle_data(0, SRC, &data(isn, true), 4, 100);
+    assert_eq!(
+        delivered(&mut rx),
+        [(DeliveryKind::InOrder { seq: isn }, 1)]
+    );
+    let mut back: Vec<u32> = std::iter::from_fn(|| rx.poll_discarded()).collect();
+    back.sort_unstable();
+    assert_eq!(back, [2, 3, 4]);
+}

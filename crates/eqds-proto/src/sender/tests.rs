@@ -622,3 +622,40 @@ fn renumbering_keeps_the_initial_window_inside_the_block() {
         .collect();
     assert_eq!(rest, (1025..1100).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_returned_header_is_resent_or_asks_for_credit_at_once() {
+    let mut s = loaded(Mode::Ndp, 6);
+    let burst = drain(&mut s, 0);
+    assert_eq!(burst.len(), 4, "one window of credit");
+    // The switch returns packet 2: with no credit left, an RTS must ask for its
+    // resend rather than wait for the RTO.
+    s.handle_returned(10, 1, 2);
+    let tx = drain(&mut s, 10);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    // The target covers the two queued packets and the returned one.
+    assert_eq!(tx[0].header.pull_target, 3);
+    let stats = s.tunnel(1).unwrap();
+    assert_eq!((stats.returned, stats.in_flight_packets), (1, 3));
+    // The first PULL pays for the resend, ahead of new data.
+    s.handle_control(20, 1, &pull(1));
+    let tx = drain(&mut s, 20);
+    assert_eq!(tx.len(), 1);
+    assert_eq!((tx[0].header.seq, tx[0].payload), (2, Some(2)));
+    // Returns for unknown tunnels or packets not in flight change nothing.
+    s.handle_returned(30, 9, 0);
+    s.handle_returned(30, 1, 77);
+    assert!(drain(&mut s, 30).is_empty());
+}
+
+#[test]
+fn send_queue_len_counts_packets_awaiting_credit() {
+    let mut s = loaded(Mode::Rts, 5);
+    assert_eq!(s.send_queue_len(1), 5);
+    assert_eq!(s.send_queue_len(2), 0);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(2));
+    drain(&mut s, 1);
+    assert_eq!(s.send_queue_len(1), 3);
+}
