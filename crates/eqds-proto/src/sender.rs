@@ -691,6 +691,11 @@ impl<P: Clone> Sender<P> {
                 t.credit = grant as i64;
                 t.stats.free_credit_bytes += grant;
                 t.stats.bursts += 1;
+                if grant < u64::from(charged) {
+                    // A full window is still in flight: its packets carried no
+                    // demand for this one, so tell the receiver with an RTS.
+                    t.rts_pending = true;
+                }
             } else {
                 t.rts_pending = true;
             }
@@ -904,6 +909,11 @@ impl<P: Clone> Sender<P> {
     /// A snapshot of the tunnel to `dst`.
     pub fn tunnel(&self, dst: PeerId) -> Option<TunnelStats> {
         self.index.get(&dst).map(|&i| self.tunnels[i].snapshot())
+    }
+
+    /// A snapshot of every tunnel, with its destination, in creation order.
+    pub fn tunnels(&self) -> impl Iterator<Item = (PeerId, TunnelStats)> + '_ {
+        self.tunnels.iter().map(|t| (t.peer, t.snapshot()))
     }
 
     /// Control packets ignored because of a wrong sender id or unknown source.

@@ -335,7 +335,11 @@ impl DataHeader {
         bits
     }
 
-    fn parse(kind: DataKind, hdr: &[u8; HEADER_LEN], payload: &[u8]) -> Result<Self, WireError> {
+    fn parse(
+        kind: DataKind,
+        hdr: &[u8; HEADER_LEN],
+        payload_len: usize,
+    ) -> Result<Self, WireError> {
         if hdr[field::RESERVED] != 0 {
             return Err(WireError::ReservedBitsSet);
         }
@@ -356,14 +360,10 @@ impl DataHeader {
             sender_id: read_u16(hdr, field::DATA_SENDER_ID),
         };
         match kind {
-            DataKind::Rts if !payload.is_empty() => {
-                Err(WireError::PayloadOnRts { len: payload.len() })
-            }
+            DataKind::Rts if payload_len != 0 => Err(WireError::PayloadOnRts { len: payload_len }),
             // A trimmed packet may have lost all of its payload; an intact one cannot
             // be empty, since there would be nothing to deliver.
-            DataKind::Data if !header.trimmed && payload.is_empty() => {
-                Err(WireError::MissingPayload)
-            }
+            DataKind::Data if !header.trimmed && payload_len == 0 => Err(WireError::MissingPayload),
             _ => Ok(header),
         }
     }
@@ -425,11 +425,15 @@ impl ControlHeader {
         bits
     }
 
-    fn parse(kind: ControlKind, hdr: &[u8; HEADER_LEN], payload: &[u8]) -> Result<Self, WireError> {
+    fn parse(
+        kind: ControlKind,
+        hdr: &[u8; HEADER_LEN],
+        payload_len: usize,
+    ) -> Result<Self, WireError> {
         let flags = hdr[field::FLAGS];
         check_flags(kind as u8, flags, kind.allowed_flags())?;
-        if !payload.is_empty() {
-            return Err(WireError::PayloadOnControl { len: payload.len() });
+        if payload_len != 0 {
+            return Err(WireError::PayloadOnControl { len: payload_len });
         }
         Ok(Self {
             kind,
@@ -472,19 +476,35 @@ pub fn decode(buf: &[u8]) -> Result<(Header, &[u8]), WireError> {
     let (hdr, payload) = buf
         .split_first_chunk::<HEADER_LEN>()
         .ok_or(WireError::Truncated { len: buf.len() })?;
+    Ok((decode_header(hdr, payload.len())?, payload))
+}
+
+/// What a trimming switch does to an EQDS packet it cuts to its header: sets the
+/// TRIMMED flag of a DATA header in place. Anything else is left alone, since
+/// switches trim only data.
+pub fn mark_trimmed(hdr: &mut [u8; HEADER_LEN]) {
+    if DataKind::from_code(hdr[field::VERSION_TYPE] & 0x0F) == Some(DataKind::Data) {
+        hdr[field::FLAGS] |= flag::TRIMMED;
+    }
+}
+
+/// Parses an EQDS header followed by `payload_len` bytes that the caller keeps
+/// elsewhere (a simulator that carries the header beside its packet), with exactly
+/// the checks of [`decode`].
+pub fn decode_header(hdr: &[u8; HEADER_LEN], payload_len: usize) -> Result<Header, WireError> {
     let version = hdr[field::VERSION_TYPE] >> 4;
     if version != VERSION {
         return Err(WireError::BadVersion(version));
     }
     let type_code = hdr[field::VERSION_TYPE] & 0x0F;
     let header = if let Some(kind) = DataKind::from_code(type_code) {
-        Header::Data(DataHeader::parse(kind, hdr, payload)?)
+        Header::Data(DataHeader::parse(kind, hdr, payload_len)?)
     } else if let Some(kind) = ControlKind::from_code(type_code) {
-        Header::Control(ControlHeader::parse(kind, hdr, payload)?)
+        Header::Control(ControlHeader::parse(kind, hdr, payload_len)?)
     } else {
         return Err(WireError::UnknownType(type_code));
     };
-    Ok((header, payload))
+    Ok(header)
 }
 
 /// Reserved bits first, so a packet from a later format reads as such rather than as

@@ -6,6 +6,7 @@
 //! and event loop), `output` (CSV and JSON results). See `docs/architecture.md`.
 
 pub mod engine;
+pub mod eqds;
 pub mod flow;
 pub mod ids;
 pub mod net;

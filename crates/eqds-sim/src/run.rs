@@ -45,7 +45,10 @@ pub fn run_to_dir(
         output::write_ports_csv(&out_dir.join("ports.csv"), net, stats.end_time)
             .map_err(|e| io("ports.csv", e))?;
     }
-    let summary = output::summary(loaded, net, flows, &stats, warmup);
+    let mut summary = output::summary(loaded, net, flows, &stats, warmup);
+    if let Some(eqds) = sim.eqds_summary() {
+        summary["eqds"] = eqds;
+    }
     let text = serde_json::to_string_pretty(&summary).expect("JSON values always serialise");
     std::fs::write(out_dir.join("summary.json"), text + "\n").map_err(|e| io("summary.json", e))?;
     let outcome = Outcome {

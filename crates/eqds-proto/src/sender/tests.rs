@@ -659,3 +659,24 @@ fn send_queue_len_counts_packets_awaiting_credit() {
     drain(&mut s, 1);
     assert_eq!(s.send_queue_len(1), 3);
 }
+
+#[test]
+fn packets_written_one_by_one_past_the_window_ask_with_an_rts() {
+    // A writer that trickles packets in: each is sent at once on the burst credit, so
+    // none carries demand beyond itself. The first that finds the window all in
+    // flight must tell the receiver, or the tunnel waits for the credit-loss timer.
+    let mut s = Sender::new(config(Mode::Ndp));
+    s.open_tunnel(1, 0);
+    let mut sent = Vec::new();
+    for i in 0..(W / MTU) + 1 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+        sent.extend(drain(&mut s, 0));
+    }
+    let kinds: Vec<DataKind> = sent.iter().map(|t| t.header.kind).collect();
+    assert_eq!(kinds.len(), (W / MTU) as usize + 1);
+    assert!(kinds[..(W / MTU) as usize]
+        .iter()
+        .all(|&k| k == DataKind::Data));
+    assert_eq!(kinds[(W / MTU) as usize], DataKind::Rts);
+    assert_eq!(sent.last().unwrap().header.pull_target, 1);
+}

@@ -591,3 +591,42 @@ fn epochs_are_22_bits_and_compare_across_their_own_wrap() {
     // The same two values in 32-bit order would say the opposite.
     assert!(seq_lt(0, last));
 }
+
+#[test]
+fn a_trimming_switch_marks_data_headers_only() {
+    let data = DataHeader {
+        kind: DataKind::Data,
+        syn: true,
+        trimmed: false,
+        unordered: false,
+        next_proto: NextProto::Ipv4,
+        seq: 7,
+        pull_target: 9,
+        path_id: 3,
+        sender_id: 1,
+    };
+    let mut buf = [0u8; HEADER_LEN];
+    data.encode(&mut buf).unwrap();
+    // Cut to its header, an intact DATA packet would be malformed; marked, it is a
+    // trimmed header like any other.
+    assert_eq!(decode(&buf), Err(WireError::MissingPayload));
+    mark_trimmed(&mut buf);
+    let (h, rest) = decode(&buf).unwrap();
+    assert!(rest.is_empty());
+    assert_eq!(
+        h,
+        Header::Data(DataHeader {
+            trimmed: true,
+            ..data
+        })
+    );
+    let rts = DataHeader {
+        kind: DataKind::Rts,
+        next_proto: NextProto::None,
+        ..data
+    };
+    rts.encode(&mut buf).unwrap();
+    let before = buf;
+    mark_trimmed(&mut buf);
+    assert_eq!(buf, before);
+}

@@ -43,6 +43,8 @@ pub enum Event {
     Timer { endpoint: EndpointId },
     /// A host's pull pacer may release its next PULL.
     PullSlot { host: HostId },
+    /// A host's EQDS layer may have a timer due (PULL pacer, retransmit, reorder).
+    EqdsTimer { host: HostId },
     /// A flow of the workload starts.
     FlowStart { flow: FlowId },
     /// Periodic sampling for one of the time-series outputs.

@@ -19,6 +19,8 @@ pub enum PacketKind {
     Nack,
     /// NDP: credit for one more packet (`ack` carries the pull number).
     Pull,
+    /// EQDS: an RTS or control packet; its header is in the EQDS layer's tag table.
+    Control,
 }
 
 impl PacketKind {
@@ -44,6 +46,9 @@ pub mod flags {
     /// NDP: the sender had nothing queued behind this packet, so its arrival needs no
     /// PULL in return.
     pub const LAST: u8 = 1 << 5;
+    /// An EQDS wire packet: its EQDS header is in the EQDS layer's tag table, and
+    /// the receiving host's EQDS layer takes it, not an endpoint.
+    pub const EQDS: u8 = 1 << 6;
 }
 
 /// One packet in flight. Fields that a kind does not use stay zero. Aligned to a

@@ -4,10 +4,12 @@
 //! that names the field, not a silently ignored setting. Loading never panics: every
 //! problem comes back as a [`ScenarioError`] naming the file and the field.
 
+mod eqds;
 mod overrides;
 mod retag;
 mod transport;
 
+pub use eqds::{EqdsMode, EqdsPolicy, EqdsSpec};
 pub use overrides::apply_override;
 pub use transport::{Protocol, TransportSpec};
 
@@ -44,6 +46,8 @@ pub struct Scenario {
     pub host: HostSpec,
     #[serde(default)]
     pub transport: TransportSpec,
+    #[serde(default)]
+    pub eqds: EqdsSpec,
     /// `[workload]` for one workload or `[[workload]]` for several.
     pub workload: Vec<WorkloadSpec>,
     pub stop: StopSpec,
@@ -244,6 +248,9 @@ impl Scenario {
         self.transport
             .validate()
             .map_err(|e| format!("transport.{e}"))?;
+        self.eqds
+            .validate(self.transport.mtu.0, self.transport.header.0)
+            .map_err(|e| format!("eqds.{e}"))?;
         let n_hosts = self.topology.n_hosts() as u32;
         let workloads = self.workload.as_slice();
         if workloads.is_empty() {

@@ -22,6 +22,9 @@ pub enum Protocol {
     /// MPTCP with linked-increases coupled congestion control (RFC 6356) over
     /// NewReno subflows. Parameters in `[transport.mptcp]`.
     Mptcp,
+    /// An application writing datagrams straight into EQDS (the paper's eqdsperf):
+    /// EQDS alone carries the flow. Parameters in `[eqds]`.
+    Eqds,
 }
 
 impl Protocol {
@@ -32,6 +35,7 @@ impl Protocol {
             Protocol::Dctcp => "dctcp",
             Protocol::Ndp => "ndp",
             Protocol::Mptcp => "mptcp",
+            Protocol::Eqds => "eqds",
         }
     }
 }
@@ -287,7 +291,7 @@ impl TransportSpec {
     /// protocol (a workload's `protocol` override).
     pub fn tcp_config(&self, protocol: Protocol) -> TcpConfig {
         let cc = match protocol {
-            Protocol::Newreno | Protocol::Ndp => CcKind::NewReno,
+            Protocol::Newreno | Protocol::Ndp | Protocol::Eqds => CcKind::NewReno,
             Protocol::Cubic => CcKind::Cubic,
             Protocol::Dctcp => CcKind::Dctcp,
             Protocol::Mptcp => match self.mptcp.coupling {

@@ -9,12 +9,14 @@ pub use pull_pacer::PullPacer;
 pub use world::World;
 
 use crate::engine::{Event, EventQueue, SimRng};
+use crate::eqds::{EqdsLayer, EqdsSettings};
 use crate::flow::{FlowRecord, FlowSpec};
 use crate::ids::{EndpointId, FlowId, Node};
-use crate::net::packet::PacketSlab;
+use crate::net::packet::{flags, PacketSlab};
 use crate::net::{Network, NetworkBuilder};
 use crate::output::series::{FlowSeries, QueueSeries};
 use crate::scenario::{Loaded, Protocol, Scenario};
+use crate::transport::eqds_app::{EqdsAppReceiver, EqdsAppSender};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
@@ -63,7 +65,7 @@ pub struct Simulation {
     endpoints: Vec<Option<Box<dyn Endpoint>>>,
     /// TCP parameters per protocol (indexed by `Protocol as usize`; MPTCP's entry
     /// is its subflows').
-    tcp: [TcpConfig; 5],
+    tcp: [TcpConfig; 6],
     ndp: NdpConfig,
     mptcp_subflows: u32,
     mptcp_nic_limit: u32,
@@ -137,6 +139,7 @@ impl Simulation {
             timers: Timers::default(),
             completed: Vec::new(),
             pacers: Vec::new(),
+            eqds: None,
         };
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
@@ -153,6 +156,31 @@ impl Simulation {
                 PullPacer::new((slot as f64 / t.ndp.pull_rate).round() as Time)
             })
             .collect();
+        let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
+        if uses_eqds {
+            let settings =
+                EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), bdp_packets);
+            let rates: Vec<u64> = (0..world.net.n_hosts)
+                .map(|h| world.net.host_rate(h))
+                .collect();
+            let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
+            world.eqds = Some(Box::new(EqdsLayer::new(settings, &rates, &seeds)));
+        }
+        let mut tcp = [
+            Protocol::Newreno,
+            Protocol::Cubic,
+            Protocol::Dctcp,
+            Protocol::Ndp,
+            Protocol::Mptcp,
+            Protocol::Eqds,
+        ]
+        .map(|p| t.tcp_config(p));
+        if sc.eqds.enabled {
+            // TCP over EQDS: segments shrink so that encapsulated they fit the MTU.
+            for cfg in &mut tcp {
+                cfg.mss -= sc.eqds.overhead.0 as u32;
+            }
+        }
         for spec in flows {
             add_flow(&mut world, spec);
         }
@@ -183,14 +211,7 @@ impl Simulation {
         Ok(Simulation {
             world,
             endpoints: Vec::new(),
-            tcp: [
-                Protocol::Newreno,
-                Protocol::Cubic,
-                Protocol::Dctcp,
-                Protocol::Ndp,
-                Protocol::Mptcp,
-            ]
-            .map(|p| t.tcp_config(p)),
+            tcp,
             ndp,
             mptcp_subflows: t.mptcp.subflows,
             mptcp_nic_limit: t.mptcp.nic_limit,
@@ -214,6 +235,15 @@ impl Simulation {
 
     pub fn flows(&self) -> &[FlowRecord] {
         &self.world.flows
+    }
+
+    /// EQDS counters for the run summary, if the run used EQDS.
+    pub fn eqds_summary(&self) -> Option<serde_json::Value> {
+        let eqds = self.world.eqds.as_ref()?;
+        Some(serde_json::json!({
+            "packets": eqds.counters,
+            "tunnels": eqds.tunnel_totals(),
+        }))
     }
 
     pub fn now(&self) -> Time {
@@ -318,6 +348,10 @@ impl Simulation {
                     );
                     self.world.enqueue(now, out, pkt);
                 }
+                Node::Host(host) if self.world.pkts.get(pkt).has(flags::EQDS) => {
+                    self.world.eqds_arrive(now, host, pkt);
+                    self.hand_over_eqds_deliveries(now);
+                }
                 Node::Host(_) => {
                     let ep = self.world.pkts.get(pkt).dst_endpoint;
                     match self.endpoints.get_mut(ep as usize).and_then(Option::as_mut) {
@@ -355,6 +389,10 @@ impl Simulation {
                 }
             }
             Event::PullSlot { host } => self.pull_slot(now, host),
+            Event::EqdsTimer { host } => {
+                self.world.eqds_timer(now, host);
+                self.hand_over_eqds_deliveries(now);
+            }
             Event::FlowStart { flow } => self.start_flow(now, flow),
             Event::Sample { series } => self.sample(now, series)?,
         }
@@ -381,6 +419,12 @@ impl Simulation {
                 Box::new(NdpReceiver::new(
                     self.ndp, flow, spec.dst, r, spec.src, s, spec.size,
                 )),
+            ),
+            Protocol::Eqds => (
+                Box::new(EqdsAppSender::new(
+                    flow, spec.src, spec.dst, s, r, spec.size, cfg.class,
+                )),
+                Box::new(EqdsAppReceiver::new(flow, spec.size)),
             ),
             Protocol::Mptcp => {
                 // Subflow 0 uses the flow's hash; the others draw their own.
@@ -421,6 +465,36 @@ impl Simulation {
             me: s,
             world: &mut self.world,
         });
+    }
+
+    /// Gives the inner packets EQDS released to the endpoints they are for.
+    fn hand_over_eqds_deliveries(&mut self, now: Time) {
+        let Some(eqds) = self.world.eqds.as_mut() else {
+            return;
+        };
+        if eqds.delivered.is_empty() {
+            return;
+        }
+        let mut delivered = std::mem::take(&mut eqds.delivered);
+        eqds.counters.delivered += delivered.len() as u64;
+        for &pkt in &delivered {
+            let ep = self.world.pkts.get(pkt).dst_endpoint;
+            match self.endpoints.get_mut(ep as usize).and_then(Option::as_mut) {
+                Some(endpoint) => endpoint.on_packet(
+                    &mut Ctx {
+                        now,
+                        me: ep,
+                        world: &mut self.world,
+                    },
+                    pkt,
+                ),
+                None => self.world.pkts.free(pkt),
+            }
+        }
+        delivered.clear();
+        if let Some(eqds) = self.world.eqds.as_mut() {
+            eqds.delivered = delivered;
+        }
     }
 
     /// A host's pull pacer has a slot: the first endpoint in line that still owes a

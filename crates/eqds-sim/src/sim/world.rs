@@ -5,6 +5,7 @@
 use super::pull_pacer::PullPacer;
 use super::timers::Timers;
 use crate::engine::{Event, EventQueue, SimRng};
+use crate::eqds::{EqdsLayer, Writer};
 use crate::flow::FlowRecord;
 use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
@@ -23,12 +24,18 @@ pub struct World {
     pub completed: Vec<FlowId>,
     /// One pull queue per host, for receiver-driven transports.
     pub pacers: Vec<PullPacer>,
+    /// EQDS on every host, if the scenario uses it. Taken out while it runs.
+    pub eqds: Option<Box<EqdsLayer>>,
 }
 
 impl World {
     /// Puts a new packet on its source host's NIC queue.
     #[inline]
     pub fn send_from_host(&mut self, now: Time, pkt: Packet) {
+        if self.eqds.as_ref().is_some_and(|e| e.settings.tunnel_all) {
+            self.eqds_write(now, pkt, Writer::Transport);
+            return;
+        }
         let port = self.net.host_port(pkt.src);
         let id = self.pkts.alloc(pkt);
         self.enqueue(now, port, id);

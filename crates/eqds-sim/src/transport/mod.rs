@@ -5,6 +5,7 @@
 //! hold references to each other or to the network.
 
 pub mod cc;
+pub mod eqds_app;
 pub mod mptcp;
 pub mod ndp;
 pub mod tcp;
@@ -63,6 +64,24 @@ impl Ctx<'_> {
     #[inline]
     pub fn send(&mut self, pkt: Packet) {
         self.world.send_from_host(self.now, pkt);
+    }
+
+    /// Writes an inner packet into its source host's EQDS (the scenario must use
+    /// EQDS) as a native application: returns false if the destination's send queue
+    /// is full, in which case this endpoint's timer fires once it has room.
+    #[inline]
+    pub fn eqds_write(&mut self, pkt: Packet) -> bool {
+        let me = self.me;
+        self.world
+            .eqds_write(self.now, pkt, crate::eqds::Writer::Native(me))
+    }
+
+    /// Largest inner packet EQDS accepts (0 if the scenario does not use EQDS).
+    pub fn eqds_max_inner(&self) -> u32 {
+        self.world
+            .eqds
+            .as_ref()
+            .map_or(0, |e| e.settings.max_inner())
     }
 
     /// Arms this endpoint's timer for `at`, replacing any earlier setting.

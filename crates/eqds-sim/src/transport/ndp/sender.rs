@@ -287,7 +287,8 @@ impl Endpoint for NdpSender {
                 }
                 return;
             }
-            PacketKind::Data => return,
+            // Nothing else is addressed to an NDP sender.
+            PacketKind::Data | PacketKind::Control => return,
             PacketKind::Ack => self.on_ack(ctx, index, p.timestamp),
             PacketKind::Nack => {
                 self.on_lost(index, false);

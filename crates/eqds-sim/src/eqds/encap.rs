@@ -1,0 +1,100 @@
+//! Encapsulation: EQDS wire packets built from inner packets, and back.
+//!
+//! A packet is one cache line and every byte of it is used, so the 16-byte EQDS
+//! header does not live in it: [`TagTable`] keeps it, encoded exactly as on the wire,
+//! in a slot beside the packet's slab index, together with the inner packet's kind
+//! (what the transport at the far end must see once EQDS has delivered it). The
+//! packet itself says what the network sees: an EQDS DATA packet is trimmable data
+//! whatever it carries, an RTS or control packet rides the header queue.
+
+use crate::ids::{FlowId, HostId, PacketId};
+use crate::net::packet::{flags, Packet, PacketKind};
+use eqds_proto::wire::{decode_header, mark_trimmed, Header, WireError, HEADER_LEN};
+
+/// Flow id of EQDS's own packets (RTS and control), which belong to no flow.
+pub const NO_FLOW: FlowId = FlowId::MAX;
+
+#[derive(Clone, Copy, Default)]
+struct Tag {
+    header: [u8; HEADER_LEN],
+    inner_kind: PacketKind,
+    inner_flags: u8,
+}
+
+/// The EQDS header of every packet on the wire, by packet id.
+#[derive(Default)]
+pub struct TagTable {
+    tags: Vec<Tag>,
+}
+
+impl TagTable {
+    /// Records `header` (and, for DATA, the inner packet's kind and flags) for packet
+    /// `id`.
+    pub fn set(&mut self, id: PacketId, header: &Header, inner: (PacketKind, u8)) {
+        let i = id as usize;
+        if i >= self.tags.len() {
+            self.tags.resize(i + 1, Tag::default());
+        }
+        let tag = &mut self.tags[i];
+        header
+            .encode(&mut tag.header)
+            .expect("a 16-byte buffer holds any EQDS header");
+        (tag.inner_kind, tag.inner_flags) = inner;
+    }
+
+    /// A switch cut packet `id` to its header: the header says so from now on.
+    pub fn mark_trimmed(&mut self, id: PacketId) {
+        if let Some(tag) = self.tags.get_mut(id as usize) {
+            mark_trimmed(&mut tag.header);
+        }
+    }
+
+    /// Decodes packet `id`'s header as a receiver would, given the bytes that follow
+    /// it on the wire.
+    pub fn get(
+        &self,
+        id: PacketId,
+        payload_len: usize,
+    ) -> Result<(Header, (PacketKind, u8)), WireError> {
+        let tag = self
+            .tags
+            .get(id as usize)
+            .ok_or(WireError::Truncated { len: 0 })?;
+        let inner = (tag.inner_kind, tag.inner_flags);
+        Ok((decode_header(&tag.header, payload_len)?, inner))
+    }
+}
+
+/// The wire copy of inner packet `inner`: `wire_len` bytes, sprayed on `path_id`.
+/// It keeps the inner packet's addressing, flow and ECN capability.
+pub fn data_packet(inner: &Packet, wire_len: u32, path_id: u16) -> Packet {
+    Packet {
+        size: wire_len,
+        entropy: u32::from(path_id),
+        kind: PacketKind::Data,
+        flags: (inner.flags & flags::ECT) | flags::EQDS,
+        ..*inner
+    }
+}
+
+/// An EQDS packet with no inner packet (RTS or control) of `size` bytes.
+pub fn header_packet(src: HostId, dst: HostId, size: u32, path_id: u16) -> Packet {
+    Packet {
+        src,
+        dst,
+        flow: NO_FLOW,
+        size,
+        entropy: u32::from(path_id),
+        kind: PacketKind::Control,
+        flags: flags::EQDS,
+        ..Default::default()
+    }
+}
+
+/// Turns a delivered wire packet back into the inner packet its transport sent,
+/// keeping a congestion mark the network set on the way (ECN decapsulation).
+pub fn decapsulate(pkt: &mut Packet, (kind, inner_flags): (PacketKind, u8), overhead: u32) {
+    pkt.size -= overhead;
+    pkt.kind = kind;
+    pkt.flags = inner_flags | (pkt.flags & flags::CE);
+}

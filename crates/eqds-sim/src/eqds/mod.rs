@@ -1,0 +1,235 @@
+//! EQDS in the simulator: the layer between the transports and the NIC of every host.
+//!
+//! Each host runs one sending EQIF ([`Sender`]) and one receiving EQIF
+//! ([`ReceivingEqif`]) from `eqds-proto`, the same protocol code the Linux daemon
+//! runs. The simulator only supplies what the daemon gets from the kernel:
+//! - **Packets.** The EQIFs' packet handle is the simulator's [`PacketId`]. A packet
+//!   written into EQDS stays in the slab, owned by the sending EQIF until its ACK.
+//!   Each transmission is a copy of it, `overhead` bytes bigger, whose 16-byte EQDS
+//!   header is encoded into a side table ([`encap`]) rather than widening every
+//!   packet: switches only read the packet, receivers decode the real wire format.
+//! - **Time.** One lazily re-armed timer event per host covers the PULL pacer, the
+//!   retransmit and credit-loss timers and the reorder queues' hole timers.
+//! - **The NIC.** Whatever the sending EQIF releases goes straight to the host's NIC
+//!   queue; credit arrives paced at the receivers' link rates, so that queue stays
+//!   short.
+//!
+//! Writers are of two kinds (the paper's EQIF classes): a transport such as TCP,
+//! whose packets are dropped when their destination's send queue is full (the
+//! TCP-compatible EQIF's drop-tail queue), and a native application
+//! (`protocol = "eqds"`), which is told to wait and woken through its timer when the
+//! queue has drained to half.
+
+mod encap;
+mod world;
+
+pub use encap::TagTable;
+pub use world::Writer;
+
+use crate::ids::{EndpointId, HostId};
+use crate::scenario::{EqdsMode, EqdsPolicy, EqdsSpec};
+use crate::units::Time;
+use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
+use eqds_proto::receiver::{Policy, ReceiverConfig};
+use eqds_proto::reorder::ReorderConfig;
+use eqds_proto::sender::{Mode, Sender, SenderConfig};
+use eqds_proto::tunnel::RxConfig;
+
+use crate::ids::PacketId;
+
+/// `[eqds]` resolved against the topology and transport.
+#[derive(Clone, Debug)]
+pub struct EqdsSettings {
+    /// Tunnel every transport's packets, not only native EQDS flows'.
+    pub tunnel_all: bool,
+    pub mode: Mode,
+    /// Tunnel MTU: the wire size of a full packet and the credit of one PULL.
+    pub mtu: u32,
+    pub overhead: u32,
+    pub window_packets: u32,
+    pub send_queue: u32,
+    pub nic_limit: u32,
+    pub rto: Time,
+    pub credit_loss_timeout: Time,
+    pub paths: u16,
+    pub policy: Policy,
+    pub pull_permille: u32,
+    pub reorder_window: u32,
+    pub reorder_timeout: Time,
+}
+
+impl EqdsSettings {
+    /// Resolves `spec` for a network whose longest base RTT holds `bdp_packets` full
+    /// packets and that has `paths` equal-cost paths.
+    pub fn resolve(spec: &EqdsSpec, mtu: u32, paths: u32, bdp_packets: u32) -> Self {
+        let window_packets = spec.window.unwrap_or(bdp_packets.clamp(1, 1000));
+        EqdsSettings {
+            tunnel_all: spec.enabled,
+            mode: match spec.mode {
+                EqdsMode::Ndp => Mode::Ndp,
+                EqdsMode::Rts => Mode::Rts,
+            },
+            mtu,
+            overhead: spec.overhead.0 as u32,
+            window_packets,
+            send_queue: spec.send_queue,
+            nic_limit: spec.nic_limit,
+            rto: spec.rto.0,
+            credit_loss_timeout: spec.credit_loss_timeout.0,
+            paths: spec.paths.unwrap_or(paths).clamp(1, u32::from(u16::MAX)) as u16,
+            policy: match spec.policy {
+                EqdsPolicy::Fifo => Policy::Fifo,
+                EqdsPolicy::Weighted => Policy::Weighted,
+                EqdsPolicy::StrictPriority => Policy::StrictPriority,
+            },
+            pull_permille: (spec.pull_rate * 1000.0).round().max(1.0) as u32,
+            // A hole lasts about one RTT (NACK, then the resend goes first), in which
+            // about a window of later packets arrives: twice the window holds them.
+            reorder_window: spec.reorder_window.unwrap_or(4 * window_packets),
+            reorder_timeout: spec.reorder_timeout.0,
+        }
+    }
+
+    /// Largest inner packet a writer may hand to EQDS.
+    pub fn max_inner(&self) -> u32 {
+        self.mtu - self.overhead
+    }
+}
+
+/// Layer-wide counters, reported in the run summary.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct EqdsCounters {
+    /// Inner packets written into EQDS.
+    pub written: u64,
+    /// Inner packets dropped because their destination's send queue was full
+    /// (TCP-compatible writers), or refused (native writers, who retry).
+    pub send_queue_full: u64,
+    /// Inner packets handed to receiving transports.
+    pub delivered: u64,
+    /// Data packets put on the wire, retransmissions included.
+    pub data_sent: u64,
+    /// RTS packets put on the wire.
+    pub rts_sent: u64,
+    /// Control packets (ACK, NACK, PULL, RST) put on the wire.
+    pub control_sent: u64,
+    /// Trimmed headers that reached a receiver.
+    pub trimmed_received: u64,
+    /// Headers a switch returned to their sender.
+    pub returned: u64,
+    /// Returned control packets (dropped: what they said comes again).
+    pub returned_control: u64,
+    /// Packets whose EQDS header failed to decode (dropped).
+    pub malformed: u64,
+}
+
+/// One host's EQDS: its two EQIFs and its timer.
+pub struct EqdsHost {
+    pub tx: Sender<PacketId>,
+    pub rx: ReceivingEqif<PacketId>,
+    /// Earliest `EqdsTimer` event queued for this host (`Time::MAX` if none).
+    timer_queued: Time,
+    /// The NIC queue was full with the sending EQIF possibly holding more: pump
+    /// again when the NIC finishes its current packet (`Time::MAX` if not).
+    nic_wake: Time,
+    /// Native writers waiting for room towards a destination.
+    blocked: Vec<(HostId, EndpointId)>,
+}
+
+/// EQDS on every host of a run.
+pub struct EqdsLayer {
+    pub settings: EqdsSettings,
+    pub hosts: Vec<EqdsHost>,
+    pub tags: TagTable,
+    pub counters: EqdsCounters,
+    /// Inner packets released to their transports, for the run loop to hand over.
+    pub delivered: Vec<PacketId>,
+}
+
+impl EqdsLayer {
+    /// `link_rates[h]` is host `h`'s NIC rate; `seeds[h]` seeds its path shuffles.
+    pub fn new(settings: EqdsSettings, link_rates: &[u64], seeds: &[u64]) -> Self {
+        let window = settings.window_packets * settings.mtu;
+        let hosts = link_rates
+            .iter()
+            .zip(seeds)
+            .enumerate()
+            .map(|(h, (&rate, &seed))| EqdsHost {
+                tx: Sender::new(SenderConfig {
+                    mode: settings.mode,
+                    mtu: settings.mtu,
+                    overhead: settings.overhead,
+                    window,
+                    send_queue_packets: settings.send_queue as usize,
+                    rto: settings.rto,
+                    credit_loss_timeout: settings.credit_loss_timeout,
+                    paths: settings.paths,
+                    // Ids are per-EQIF; one EQIF per host, so the host id serves.
+                    sender_id: h as u16,
+                    next_proto: eqds_proto::wire::NextProto::Ipv4,
+                    seed,
+                }),
+                rx: ReceivingEqif::new(ReceivingEqifConfig {
+                    credit: ReceiverConfig {
+                        link_rate_bps: rate,
+                        mtu: settings.mtu,
+                        window,
+                        pacing_permille: settings.pull_permille,
+                        pull_burst: 1,
+                        policy: settings.policy,
+                    },
+                    // Data more than two reorder spans away is from another epoch.
+                    tunnel: RxConfig {
+                        window: settings.reorder_window,
+                    },
+                    reorder: ReorderConfig {
+                        window: settings.reorder_window,
+                        hole_timeout: settings.reorder_timeout,
+                    },
+                }),
+                timer_queued: Time::MAX,
+                nic_wake: Time::MAX,
+                blocked: Vec::new(),
+            })
+            .collect();
+        EqdsLayer {
+            settings,
+            hosts,
+            tags: TagTable::default(),
+            counters: EqdsCounters::default(),
+            delivered: Vec::new(),
+        }
+    }
+
+    /// Tunnel-level totals over every host, for the summary.
+    pub fn tunnel_totals(&self) -> TunnelTotals {
+        let mut t = TunnelTotals::default();
+        for host in &self.hosts {
+            for (_, s) in host.tx.tunnels() {
+                t.tunnels += 1;
+                t.retransmits += s.retransmits;
+                t.rto_expiries += s.rto_expiries;
+                t.credit_loss_rts += s.credit_loss_rts;
+                t.bursts += s.bursts;
+                t.epochs += s.epochs;
+            }
+            let e = host.rx.stats();
+            t.duplicates += e.duplicates;
+            t.rst_sent += e.rst_sent;
+        }
+        t
+    }
+}
+
+/// Sums of the per-tunnel counters.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct TunnelTotals {
+    pub tunnels: u64,
+    pub retransmits: u64,
+    pub rto_expiries: u64,
+    pub credit_loss_rts: u64,
+    /// NDP-mode (re)starts that burst a window.
+    pub bursts: u64,
+    pub epochs: u64,
+    pub duplicates: u64,
+    pub rst_sent: u64,
+}

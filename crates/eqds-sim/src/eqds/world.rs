@@ -1,0 +1,240 @@
+//! The EQDS layer's side of a run: writes from transports, arrivals from the
+//! network, the per-host timer, and pumping what the EQIFs release onto the NIC.
+//!
+//! Each entry point takes the layer out of the [`World`] for the duration of the
+//! call, so the EQIFs and the network can be used together, and puts it back.
+//! Inner packets released to transports are left in [`EqdsLayer::delivered`] for
+//! the run loop, which owns the endpoints.
+
+use super::encap::{self, NO_FLOW};
+use super::EqdsLayer;
+use crate::engine::Event;
+use crate::ids::{EndpointId, HostId, PacketId};
+use crate::net::packet::{flags, Packet};
+use crate::sim::World;
+use crate::units::Time;
+use eqds_proto::sender::EnqueueError;
+use eqds_proto::wire::Header;
+
+/// Who wrote a packet into EQDS, which decides what a full send queue means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Writer {
+    /// A transport with its own loss recovery (TCP): the packet is dropped.
+    Transport,
+    /// A native application: the packet is refused and the endpoint woken through
+    /// its timer once the queue has drained to half.
+    Native(EndpointId),
+}
+
+impl World {
+    fn take_eqds(&mut self) -> Box<EqdsLayer> {
+        self.eqds
+            .take()
+            .expect("EQDS entry points run only when the layer exists")
+    }
+
+    /// Hands an inner packet to its source host's sending EQIF. Returns whether it
+    /// was accepted.
+    pub fn eqds_write(&mut self, now: Time, pkt: Packet, writer: Writer) -> bool {
+        let mut eqds = self.take_eqds();
+        let (host, dst, len) = (pkt.src, pkt.dst, pkt.size);
+        let id = self.pkts.alloc(pkt);
+        let accepted = match eqds.hosts[host as usize].tx.enqueue(now, dst, len, id) {
+            Ok(()) => {
+                eqds.counters.written += 1;
+                true
+            }
+            Err(EnqueueError::Backpressure(id)) => {
+                self.pkts.free(id);
+                eqds.counters.send_queue_full += 1;
+                if let Writer::Native(ep) = writer {
+                    let blocked = &mut eqds.hosts[host as usize].blocked;
+                    if !blocked.contains(&(dst, ep)) {
+                        blocked.push((dst, ep));
+                    }
+                }
+                false
+            }
+            Err(EnqueueError::TooLarge(id)) => {
+                // Transports are configured to fit; a writer that does not is a bug,
+                // counted rather than fatal.
+                self.pkts.free(id);
+                eqds.counters.malformed += 1;
+                false
+            }
+        };
+        self.pump(now, host, &mut eqds);
+        self.eqds = Some(eqds);
+        accepted
+    }
+
+    /// An EQDS packet reached `host`.
+    pub fn eqds_arrive(&mut self, now: Time, host: HostId, id: PacketId) {
+        let mut eqds = self.take_eqds();
+        let pkt = *self.pkts.get(id);
+        let overhead = eqds.settings.overhead;
+        let trimmed = pkt.has(flags::TRIMMED);
+        // What followed the header on the wire: the inner packet, unless trimmed.
+        let payload_len = match pkt.kind {
+            crate::net::packet::PacketKind::Data if !trimmed => pkt.size.saturating_sub(overhead),
+            _ => 0,
+        };
+        if trimmed {
+            eqds.tags.mark_trimmed(id);
+        }
+        let h = &mut eqds.hosts[host as usize];
+        match eqds.tags.get(id, payload_len as usize) {
+            Err(_) => {
+                eqds.counters.malformed += 1;
+                self.pkts.free(id);
+            }
+            Ok((Header::Data(hdr), _)) if pkt.has(flags::RETURNED) => {
+                // Turned around by a switch: `src` is now where it was going.
+                eqds.counters.returned += 1;
+                h.tx.handle_returned(now, pkt.src, hdr.seq);
+                self.pkts.free(id);
+            }
+            Ok((Header::Control(_), _)) if pkt.has(flags::RETURNED) => {
+                eqds.counters.returned_control += 1;
+                self.pkts.free(id);
+            }
+            Ok((Header::Data(hdr), _)) => {
+                if hdr.trimmed {
+                    eqds.counters.trimmed_received += 1;
+                }
+                h.rx.handle_data(now, pkt.src, &hdr, id, payload_len as usize);
+                while let Some(d) = h.rx.poll_deliver(now) {
+                    self.release(&mut eqds.delivered, d.payload, &eqds.tags, overhead);
+                }
+                while let Some(x) = h.rx.poll_discarded() {
+                    self.pkts.free(x);
+                }
+            }
+            Ok((Header::Control(hdr), _)) => {
+                h.tx.handle_control(now, pkt.src, &hdr);
+                self.pkts.free(id);
+                while let Some(acked) = h.tx.poll_acked() {
+                    let inner = *self.pkts.get(acked.payload);
+                    if let (Some(rtt), Some(f)) =
+                        (acked.rtt, self.flows.get_mut(inner.flow as usize))
+                    {
+                        f.record_rtt(rtt);
+                    }
+                    self.pkts.free(acked.payload);
+                }
+            }
+        }
+        self.pump(now, host, &mut eqds);
+        self.eqds = Some(eqds);
+    }
+
+    /// The host's EQDS timer event fired.
+    pub fn eqds_timer(&mut self, now: Time, host: HostId) {
+        let mut eqds = self.take_eqds();
+        let overhead = eqds.settings.overhead;
+        let h = &mut eqds.hosts[host as usize];
+        if h.timer_queued == now {
+            h.timer_queued = Time::MAX;
+        }
+        if h.tx.poll_timeout().is_some_and(|t| t <= now) {
+            h.tx.handle_timeout(now);
+        }
+        if h.rx.poll_timeout().is_some_and(|t| t <= now) {
+            h.rx.handle_timeout(now);
+            while let Some(d) = h.rx.poll_deliver(now) {
+                self.release(&mut eqds.delivered, d.payload, &eqds.tags, overhead);
+            }
+        }
+        self.pump(now, host, &mut eqds);
+        self.eqds = Some(eqds);
+    }
+
+    /// Decapsulates a delivered wire packet for its transport.
+    fn release(
+        &mut self,
+        delivered: &mut Vec<PacketId>,
+        id: PacketId,
+        tags: &encap::TagTable,
+        overhead: u32,
+    ) {
+        let p = self.pkts.get_mut(id);
+        let payload_len = p.size.saturating_sub(overhead) as usize;
+        match tags.get(id, payload_len) {
+            Ok((_, inner)) => {
+                encap::decapsulate(p, inner, overhead);
+                delivered.push(id);
+            }
+            // Decoded once already on arrival; cannot fail now.
+            Err(_) => self.pkts.free(id),
+        }
+    }
+
+    /// Puts on the wire the control packets the host's receiving EQIF released and
+    /// what its sending EQIF releases while the NIC queue has room, wakes native
+    /// writers that have room again, and re-arms the host's timer.
+    fn pump(&mut self, now: Time, host: HostId, eqds: &mut EqdsLayer) {
+        let overhead = eqds.settings.overhead;
+        let port = self.net.host_port(host);
+        let h = &mut eqds.hosts[host as usize];
+        while let Some((peer, hdr)) = h.rx.poll_control(now) {
+            let pkt = encap::header_packet(host, peer, overhead, 0);
+            let id = self.pkts.alloc(pkt);
+            eqds.tags.set(id, &Header::Control(hdr), Default::default());
+            eqds.counters.control_sent += 1;
+            self.enqueue(now, port, id);
+        }
+        h.nic_wake = Time::MAX;
+        loop {
+            let nic = &self.net.ports[port as usize];
+            if nic.queue.backlog_packets() >= eqds.settings.nic_limit {
+                h.nic_wake = nic.busy_until.max(now);
+                break;
+            }
+            let Some(tx) = h.tx.poll_transmit(now) else {
+                break;
+            };
+            let hdr = Header::Data(tx.header);
+            let (pkt, inner) = match tx.payload {
+                Some(inner_id) => {
+                    let inner = self.pkts.get(inner_id);
+                    eqds.counters.data_sent += 1;
+                    (
+                        encap::data_packet(inner, tx.wire_len, tx.header.path_id),
+                        (inner.kind, inner.flags),
+                    )
+                }
+                None => {
+                    eqds.counters.rts_sent += 1;
+                    let p = encap::header_packet(host, tx.dst, tx.wire_len, tx.header.path_id);
+                    (p, Default::default())
+                }
+            };
+            debug_assert!(tx.payload.is_some() || pkt.flow == NO_FLOW);
+            let id = self.pkts.alloc(pkt);
+            eqds.tags.set(id, &hdr, inner);
+            self.enqueue(now, port, id);
+        }
+        if !h.blocked.is_empty() {
+            let half = (eqds.settings.send_queue as usize).div_ceil(2);
+            let (tx, timers, events) = (&h.tx, &mut self.timers, &mut self.events);
+            h.blocked.retain(|&(dst, ep)| {
+                let room = tx.send_queue_len(dst) <= half;
+                if room {
+                    timers.set(ep, now, events);
+                }
+                !room
+            });
+        }
+        let next = [h.tx.poll_timeout(), h.rx.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .fold(h.nic_wake, Time::min);
+        if next != Time::MAX {
+            let at = next.max(now);
+            if at < h.timer_queued {
+                h.timer_queued = at;
+                self.events.push(at, Event::EqdsTimer { host });
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! `[eqds]`: the edge-queued datagram service that hosts run under their transports.
+
+use crate::units::value::{Bytes, Duration};
+use serde::Deserialize;
+
+/// How a tunnel spends its first RTT (`eqds_proto::sender::Mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EqdsMode {
+    /// Burst one window without credit; needs trimming switches.
+    #[default]
+    Ndp,
+    /// Ask for credit first with a request-to-send; no trimming needed.
+    Rts,
+}
+
+/// How a receiver shares its link between the senders it pulls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EqdsPolicy {
+    /// Round robin: equal shares (the paper's default).
+    #[default]
+    Fifo,
+    /// Shares proportional to per-sender weights.
+    Weighted,
+    /// Lower class first.
+    StrictPriority,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EqdsSpec {
+    /// Tunnel everything hosts send (TCP, MPTCP, ...) through EQDS, as the paper's
+    /// "TCP over EQDS". Flows with `protocol = "eqds"` (an application writing
+    /// straight into EQDS) use it either way.
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub mode: EqdsMode,
+    /// Credit window W per tunnel, in MTU-sized packets (default: one BDP of the
+    /// longest path in the topology, rounded up).
+    pub window: Option<u32>,
+    /// Send queue per destination, in packets: the TCP-compatible EQIF's drop-tail
+    /// buffer (default 100, the paper's).
+    #[serde(default = "default_send_queue")]
+    pub send_queue: u32,
+    /// Bytes EQDS adds to every inner packet and the size of its control packets
+    /// (default 44: outer IPv4, UDP and the 16-byte EQDS header).
+    #[serde(default = "default_overhead")]
+    pub overhead: Bytes,
+    /// Retransmit timeout of a packet neither ACKed nor NACKed.
+    #[serde(default = "default_timeout")]
+    pub rto: Duration,
+    /// Quiet time after which a tunnel with backlog and no credit sends an RTS.
+    #[serde(default = "default_timeout")]
+    pub credit_loss_timeout: Duration,
+    /// Distinct path ids a tunnel sprays over (default: every equal-cost path).
+    pub paths: Option<u32>,
+    #[serde(default)]
+    pub policy: EqdsPolicy,
+    /// EQDS hands the NIC a packet only while fewer than this many wait in its
+    /// queue (default 2): credit beyond what the uplink can carry waits in the EQIF,
+    /// where retransmissions and other tunnels can still go first, not in a FIFO.
+    #[serde(default = "default_nic_limit")]
+    pub nic_limit: u32,
+    /// PULL rate as a fraction of the receiver's link rate (default 1.0).
+    #[serde(default = "default_pull_rate")]
+    pub pull_rate: f64,
+    /// Reorder queue span per tunnel, in packets (default: twice the window).
+    pub reorder_window: Option<u32>,
+    /// How long a hole may hold the reorder queue back before it is skipped.
+    #[serde(default = "default_timeout")]
+    pub reorder_timeout: Duration,
+}
+
+fn default_send_queue() -> u32 {
+    100
+}
+fn default_nic_limit() -> u32 {
+    2
+}
+fn default_overhead() -> Bytes {
+    Bytes(44)
+}
+fn default_timeout() -> Duration {
+    Duration(crate::units::MS)
+}
+fn default_pull_rate() -> f64 {
+    1.0
+}
+
+impl Default for EqdsSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("every EQDS field has a default")
+    }
+}
+
+impl EqdsSpec {
+    /// Checks against the transport's MTU and header, which EQDS packets must fit.
+    pub fn validate(&self, mtu: u64, header: u64) -> Result<(), String> {
+        if self.overhead.0 == 0 || self.overhead.0 + header >= mtu {
+            return Err(format!(
+                "overhead: {} B plus the {header} B transport header must leave payload room \
+                 in the {mtu} B MTU",
+                self.overhead.0
+            ));
+        }
+        if self.window == Some(0) {
+            return Err("window: must be at least 1 packet".into());
+        }
+        // A tunnel numbers its first window inside one 1024-packet epoch block.
+        if self.window.is_some_and(|w| w > 1000) {
+            return Err("window: at most 1000 packets (one epoch block)".into());
+        }
+        if self.nic_limit == 0 {
+            return Err("nic_limit: must be at least 1 packet".into());
+        }
+        if self.send_queue == 0 {
+            return Err("send_queue: must be at least 1 packet".into());
+        }
+        for (name, d) in [
+            ("rto", self.rto),
+            ("credit_loss_timeout", self.credit_loss_timeout),
+            ("reorder_timeout", self.reorder_timeout),
+        ] {
+            if d.0 == 0 {
+                return Err(format!("{name}: must be positive"));
+            }
+        }
+        if self
+            .paths
+            .is_some_and(|p| p == 0 || p > u32::from(u16::MAX))
+        {
+            return Err("paths: must be from 1 to 65535".into());
+        }
+        if !(self.pull_rate > 0.0 && self.pull_rate <= 1.0) {
+            return Err(format!(
+                "pull_rate: must be within (0, 1], got {}",
+                self.pull_rate
+            ));
+        }
+        if self.reorder_window == Some(0) {
+            return Err("reorder_window: must be at least 1 packet".into());
+        }
+        Ok(())
+    }
+}
