@@ -801,9 +801,13 @@ impl<P: Clone> Sender<P> {
     /// A switch sent the trimmed header of packet `seq` of the tunnel to `dst` back
     /// to us instead of forwarding it (NDP's return-to-sender, for a header queue
     /// that is full too). The receiver never saw it, so no NACK will come: the
-    /// packet goes to the retransmit queue now rather than at its RTO. Its demand
-    /// never reached the receiver either; if the tunnel cannot pay for the resend,
-    /// an RTS carrying the current pull target goes out at once to ask for it.
+    /// packet goes to the retransmit queue now rather than at its RTO.
+    ///
+    /// Its demand never reached the receiver either. The next packet this tunnel
+    /// sends carries a pull target that includes it, so that is enough while other
+    /// packets are in flight to earn PULLs. Only when none is left (the whole window
+    /// came back) does an RTS ask for credit at once: an RTS per returned header
+    /// would add headers to the very queues that are overflowing.
     /// Unknown tunnels and sequence numbers not in flight are ignored.
     pub fn handle_returned(&mut self, now: Time, dst: PeerId, seq: u32) {
         let Some(&idx) = self.index.get(&dst) else {
@@ -816,7 +820,7 @@ impl<P: Clone> Sender<P> {
         let pkt = t.in_flight.remove(pos).expect("position is in range");
         move_to_retransmit(t, pkt);
         t.stats.returned += 1;
-        if !t.can_send_data() {
+        if t.in_flight.is_empty() && !t.can_send_data() {
             t.rts_pending = true;
             t.quiet_since = now;
         }
@@ -1023,10 +1027,20 @@ fn send_data<P: Clone>(
     }
 }
 
+/// Queues a packet for resending, lowest sequence number first: the receiver's
+/// reorder queue holds everything behind the earliest hole, so that hole is the one
+/// to fill first. In an incast a tunnel may wait many PULL intervals per resend, and
+/// resending in the order losses were noticed could leave its first hole open past
+/// the receiver's hole timeout.
 fn move_to_retransmit<P>(t: &mut Tunnel<P>, pkt: Sent<P>) {
     t.in_flight_bytes -= u64::from(pkt.len);
     t.retransmit_bytes += u64::from(pkt.len);
-    t.retransmit.push_back(pkt);
+    let at = t
+        .retransmit
+        .iter()
+        .rposition(|p| seq_lt(p.seq, pkt.seq))
+        .map_or(0, |i| i + 1);
+    t.retransmit.insert(at, pkt);
 }
 
 /// Frees every in-flight or queued-for-resend packet whose seq matches: an ACK for a

@@ -624,29 +624,36 @@ fn renumbering_keeps_the_initial_window_inside_the_block() {
 }
 
 #[test]
-fn a_returned_header_is_resent_or_asks_for_credit_at_once() {
+fn a_returned_header_is_resent_first_and_asks_for_credit_only_when_nothing_is_in_flight() {
     let mut s = loaded(Mode::Ndp, 6);
     let burst = drain(&mut s, 0);
     assert_eq!(burst.len(), 4, "one window of credit");
-    // The switch returns packet 2: with no credit left, an RTS must ask for its
-    // resend rather than wait for the RTO.
+    // The switch returns packet 2. Packets 0, 1 and 3 are still in flight and
+    // will earn PULLs, so no RTS yet.
     s.handle_returned(10, 1, 2);
-    let tx = drain(&mut s, 10);
-    assert_eq!(tx.len(), 1);
-    assert_eq!(tx[0].header.kind, DataKind::Rts);
-    // The target covers the two queued packets and the returned one.
-    assert_eq!(tx[0].header.pull_target, 3);
-    let stats = s.tunnel(1).unwrap();
-    assert_eq!((stats.returned, stats.in_flight_packets), (1, 3));
-    // The first PULL pays for the resend, ahead of new data.
+    assert!(drain(&mut s, 10).is_empty());
+    // The first PULL pays for the resend, ahead of new data, and its target counts
+    // the resend and the two queued packets.
     s.handle_control(20, 1, &pull(1));
     let tx = drain(&mut s, 20);
     assert_eq!(tx.len(), 1);
     assert_eq!((tx[0].header.seq, tx[0].payload), (2, Some(2)));
+    assert_eq!(tx[0].header.pull_target, 3);
+    // When every packet in flight comes back, nothing is left to earn credit: an
+    // RTS asks for it at once.
+    for seq in [0, 1, 3, 2] {
+        s.handle_returned(30, 1, seq);
+    }
+    let tx = drain(&mut s, 30);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    // Six packets wait; the target asks for at most a window of them.
+    assert_eq!(tx[0].header.pull_target, 1 + W / MTU);
+    assert_eq!(s.tunnel(1).unwrap().returned, 5);
     // Returns for unknown tunnels or packets not in flight change nothing.
-    s.handle_returned(30, 9, 0);
-    s.handle_returned(30, 1, 77);
-    assert!(drain(&mut s, 30).is_empty());
+    s.handle_returned(40, 9, 0);
+    s.handle_returned(40, 1, 77);
+    assert!(drain(&mut s, 40).is_empty());
 }
 
 #[test]
@@ -679,4 +686,17 @@ fn packets_written_one_by_one_past_the_window_ask_with_an_rts() {
         .all(|&k| k == DataKind::Data));
     assert_eq!(kinds[(W / MTU) as usize], DataKind::Rts);
     assert_eq!(sent.last().unwrap().header.pull_target, 1);
+}
+
+#[test]
+fn resends_go_lowest_sequence_number_first() {
+    let mut s = loaded(Mode::Ndp, 4);
+    drain(&mut s, 0);
+    // Losses noticed out of order: 3, then 1, then 2.
+    s.handle_control(1, 1, &control(ControlKind::Nack, 3, 0, 0));
+    s.handle_returned(2, 1, 1);
+    s.handle_control(3, 1, &control(ControlKind::Nack, 2, 0, 0));
+    s.handle_control(4, 1, &pull(3));
+    let seqs: Vec<u32> = drain(&mut s, 4).iter().map(|t| t.header.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
 }

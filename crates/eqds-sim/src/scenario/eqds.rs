@@ -68,8 +68,10 @@ pub struct EqdsSpec {
     pub pull_rate: f64,
     /// Reorder queue span per tunnel, in packets (default: twice the window).
     pub reorder_window: Option<u32>,
-    /// How long a hole may hold the reorder queue back before it is skipped.
-    #[serde(default = "default_timeout")]
+    /// How long a hole may hold the reorder queue back before it is skipped
+    /// (default 5 ms). Longer than the retransmit and credit-loss timeouts with room
+    /// to spare: a hole skipped before its resend arrives is data lost for good.
+    #[serde(default = "default_reorder_timeout")]
     pub reorder_timeout: Duration,
 }
 
@@ -84,6 +86,9 @@ fn default_overhead() -> Bytes {
 }
 fn default_timeout() -> Duration {
     Duration(crate::units::MS)
+}
+fn default_reorder_timeout() -> Duration {
+    Duration(5 * crate::units::MS)
 }
 fn default_pull_rate() -> f64 {
     1.0

@@ -424,7 +424,14 @@ impl Simulation {
                 Box::new(EqdsAppSender::new(
                     flow, spec.src, spec.dst, s, r, spec.size, cfg.class,
                 )),
-                Box::new(EqdsAppReceiver::new(flow, spec.size)),
+                Box::new(EqdsAppReceiver::new(
+                    flow,
+                    spec.size,
+                    self.world
+                        .eqds
+                        .as_ref()
+                        .map_or(1, |e| e.settings.max_inner()),
+                )),
             ),
             Protocol::Mptcp => {
                 // Subflow 0 uses the flow's hash; the others draw their own.

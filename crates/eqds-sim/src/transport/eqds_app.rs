@@ -92,16 +92,49 @@ impl Endpoint for EqdsAppSender {
 pub struct EqdsAppReceiver {
     flow: FlowId,
     size: u64,
-    /// Bytes received in order: the next expected offset.
-    next: u64,
+    /// Datagram size: offsets are multiples of it.
+    datagram: u64,
+    /// Datagrams received, one bit each, for finite flows: a datagram EQDS delivers
+    /// twice (after a tunnel lost state) counts once, and one it never delivers keeps
+    /// the flow from completing rather than being taken for received.
+    seen: Vec<u64>,
+    /// Distinct bytes received.
+    received: u64,
 }
 
 impl EqdsAppReceiver {
-    pub fn new(flow: FlowId, size: Option<u64>) -> Self {
+    pub fn new(flow: FlowId, size: Option<u64>, datagram: u32) -> Self {
+        let size = size.unwrap_or(u64::MAX);
+        let datagram = u64::from(datagram.max(1));
+        let words = if size == u64::MAX {
+            0
+        } else {
+            size.div_ceil(datagram).div_ceil(64) as usize
+        };
         EqdsAppReceiver {
             flow,
-            size: size.unwrap_or(u64::MAX),
-            next: 0,
+            size,
+            datagram,
+            seen: vec![0; words],
+            received: 0,
+        }
+    }
+
+    /// Marks the datagram at `offset`; false if it was seen before.
+    fn first_time(&mut self, offset: u64) -> bool {
+        if self.seen.is_empty() {
+            // Endless flow: EQDS delivers in order and at most once while tunnel
+            // state lasts, so no bookkeeping.
+            return true;
+        }
+        let index = offset / self.datagram;
+        let (word, bit) = ((index / 64) as usize, index % 64);
+        match self.seen.get_mut(word) {
+            Some(w) if *w & (1 << bit) == 0 => {
+                *w |= 1 << bit;
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -112,18 +145,15 @@ impl Endpoint for EqdsAppReceiver {
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
         let p = *ctx.packet(pkt);
         ctx.free(pkt);
-        // In order unless a tunnel lost state (then EQDS may skip or repeat):
-        // count only bytes past what arrived before.
-        let end = p.seq + u64::from(p.payload);
-        if end <= self.next {
+        if !self.first_time(p.seq) {
             return;
         }
-        let new = end - p.seq.max(self.next);
-        self.next = end;
+        let bytes = u64::from(p.payload);
+        self.received += bytes;
         let f = ctx.flow(self.flow);
-        f.received += new;
-        f.delivered += new;
-        if self.next >= self.size {
+        f.received += bytes;
+        f.delivered += bytes;
+        if self.received >= self.size {
             ctx.complete_flow(self.flow);
         }
     }

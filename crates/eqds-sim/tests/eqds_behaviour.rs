@@ -1,0 +1,155 @@
+//! EQDS in the simulator: native EQDS incasts complete near the ideal with every
+//! byte delivered once, TCP over EQDS shares a receiver fairly where plain TCP does
+//! not, and runs are deterministic.
+
+mod common;
+
+use eqds_sim::flow::FlowRecord;
+use eqds_sim::output::{flow_throughput_bps, jain_index};
+use eqds_sim::sim::Simulation;
+use eqds_sim::units::SEC;
+
+/// The paper's htsim incast setting: k-ary fat tree at 100 Gbps, MTU 4150 B,
+/// 35-packet trimming queues, window 50 packets; an N-to-1 native EQDS incast.
+fn native_incast(k: u32, n: u32, size: &str) -> String {
+    format!(
+        r#"
+        [topology]
+        kind = "fat_tree"
+        k = {k}
+        link = {{ rate = "100Gbps", latency = "1us" }}
+        [switch]
+        load_balancing = "spray"
+        queue = {{ kind = "trimming", data_packets = 35 }}
+        [host]
+        queue = {{ kind = "trimming", data_packets = 1000 }}
+        [transport]
+        protocol = "eqds"
+        mtu = "4150B"
+        header = "64B"
+        [eqds]
+        window = 50
+        overhead = "64B"
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = {n}
+        size = "{size}"
+        [stop]
+        when_flows_complete = true
+        time = "1s"
+        "#
+    )
+}
+
+/// Every flow complete with every byte, nothing dropped, no datagram delivered
+/// twice; returns the last completion over the time the receiver's link needs to
+/// carry every packet.
+fn check_native_incast(flows: &[FlowRecord], sim: &Simulation, size: u64) -> f64 {
+    for f in flows {
+        assert!(f.end.is_some(), "flow from {} stalled", f.spec.src);
+        assert_eq!(f.delivered, size, "flow from {}", f.spec.src);
+    }
+    let net = sim.network();
+    let drops: u64 = net.ports.iter().map(|p| p.stats.drops).sum();
+    assert_eq!(drops, 0, "packets were dropped");
+    let eqds = sim.eqds_summary().expect("the run uses EQDS");
+    assert_eq!(eqds["tunnels"]["duplicates"], 0);
+    assert_eq!(eqds["packets"]["malformed"], 0);
+    let packets = size.div_ceil(4150 - 64) * flows.len() as u64;
+    let ideal = packets as f64 * 4150.0 * 8.0 / 100e9 * SEC as f64;
+    let last = flows.iter().filter_map(|f| f.end).max().unwrap();
+    last as f64 / ideal
+}
+
+#[test]
+fn native_eqds_512_to_1_completes_within_10_percent_of_ideal() {
+    // htsim reaches about 70% efficiency here.
+    let (flows, _, sim) = common::run(&native_incast(16, 512, "256KiB"));
+    assert_eq!(flows.len(), 512);
+    let ratio = check_native_incast(&flows, &sim, 256 * 1024);
+    eprintln!("512-to-1: last completion at {ratio:.4} x ideal");
+    assert!(ratio <= 1.10, "last completion {ratio:.3} x ideal");
+}
+
+#[test]
+fn native_eqds_incast_of_flows_smaller_than_the_window() {
+    // 4 datagrams per flow against a 50-packet window: the whole flow goes in the
+    // first RTT, mostly trimmed or returned, and still arrives exactly once.
+    let (flows, _, sim) = common::run(&native_incast(8, 100, "16KiB"));
+    let ratio = check_native_incast(&flows, &sim, 16 * 1024);
+    assert!(ratio <= 1.5, "last completion {ratio:.3} x ideal");
+    let trims: u64 = sim.network().ports.iter().map(|p| p.stats.trims).sum();
+    assert!(trims > 0, "an incast this large should trim");
+}
+
+/// 15 TCP NewReno senders into one receiver behind a 15-packet bottleneck, plain
+/// (drop-tail, ECMP) or over EQDS (trimming queues, spraying: the paper's setting).
+fn tcp_incast(eqds: &str) -> String {
+    let (lb, queue) = if eqds.is_empty() {
+        ("ecmp", r#"{ kind = "drop_tail", limit_packets = 15 }"#)
+    } else {
+        ("spray", r#"{ kind = "trimming", data_packets = 15 }"#)
+    };
+    format!(
+        r#"
+        [topology]
+        kind = "fat_tree"
+        k = 4
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        load_balancing = "{lb}"
+        queue = {queue}
+        [transport]
+        protocol = "newreno"
+        min_rto = "1ms"
+        {eqds}
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = 15
+        start_spread = "10us"
+        [stop]
+        time = "30ms"
+        warmup = "5ms"
+        "#
+    )
+}
+
+fn rates(text: &str) -> Vec<f64> {
+    let (flows, stats, sim) = common::run(text);
+    flows
+        .iter()
+        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time))
+        .collect()
+}
+
+#[test]
+fn tcp_over_eqds_shares_a_receiver_almost_perfectly() {
+    let plain = jain_index(&rates(&tcp_incast("")));
+    for (mode, min_jain) in [("ndp", 0.99), ("rts", 0.98)] {
+        let over = rates(&tcp_incast(&format!(
+            "[eqds]\nenabled = true\nmode = \"{mode}\""
+        )));
+        let jain = jain_index(&over);
+        let total: f64 = over.iter().sum();
+        eprintln!("TCP Jain {plain:.3}; TCP over EQDS ({mode}) Jain {jain:.4}, {total:.3e} b/s");
+        assert!(jain >= min_jain, "{mode}: Jain {jain}, rates {over:?}");
+        assert!(jain > plain, "{mode}: EQDS {jain} vs plain TCP {plain}");
+        assert!(total >= 0.85 * 10e9, "{mode}: aggregate {total}");
+    }
+}
+
+#[test]
+fn eqds_runs_are_deterministic() {
+    let text = native_incast(4, 12, "200KB");
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    common::run_dir(&text, a.path());
+    common::run_dir(&text, b.path());
+    for file in ["flows.csv", "summary.json"] {
+        let x = std::fs::read(a.path().join(file)).unwrap();
+        let y = std::fs::read(b.path().join(file)).unwrap();
+        assert!(x == y, "{file} differs between two runs");
+    }
+}
