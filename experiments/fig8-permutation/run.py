@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """EQDS paper, Figure 8: per-flow throughput of a permutation on a k=16 fat tree.
 
-Runs one sweep per transport (TCP, MPTCP with 8 subflows, NDP; each scenario x three
-seeds) through eqds_lab, plots per-flow throughput (fraction of the 10 Gbps line rate)
-sorted by rank as the paper does, and writes result.json with the paper's values,
+Runs one sweep per transport (TCP, MPTCP with 8 subflows, NDP, TCP over EQDS; each
+scenario x three seeds) through eqds_lab, plots per-flow throughput (fraction of the
+10 Gbps line rate) sorted by rank as the paper does, and writes result.json with the paper's values,
 ours, the tolerances and the verdicts.
 
 Usage: python3 experiments/fig8-permutation/run.py [--quick] [--results DIR] [--ray ADDR]
-           [--only tcp,mptcp,ndp]
+           [--only tcp,mptcp,ndp,eqds]
 """
 
 import argparse
@@ -28,6 +28,8 @@ TRANSPORTS = {
     "tcp": ("sweep.toml", "TCP", 0.40, 0.10),
     "mptcp": ("sweep-mptcp.toml", "MPTCP (8 subflows)", 0.90, 0.10),
     "ndp": ("sweep-ndp.toml", "NDP", 0.95, 0.05),
+    # "TCP over EQDS performs similarly to NDP": NDP's value and tolerance.
+    "eqds": ("sweep-eqds.toml", "TCP over EQDS", 0.95, 0.05),
 }
 QUICK = {"topology.k": 8, "stop.time": "30ms", "stop.warmup": "10ms"}
 
@@ -106,13 +108,14 @@ def main() -> int:
         setup="k=16 fat tree, 1024 hosts, 10 Gbps, 9000 B MTU, 1 us links, seeds 1-3. "
         "TCP NewReno and MPTCP (8 LIA subflows): per-flow ECMP, 100-packet drop-tail queues, "
         "10 ms min RTO, throughput over 20-100 ms. NDP: spraying over 64 paths, "
-        "8-packet trimming queues (WFQ), initial window 24 packets, throughput over 5-30 ms"
+        "8-packet trimming queues (WFQ), initial window 24 packets, throughput over 5-30 ms. "
+        "TCP over EQDS: the TCP flows through EQDS (ndp mode, 24-packet window) on NDP's "
+        "network with 72,000 B data queues, throughput over 20-100 ms"
         + (" (QUICK: k=8, 10-30 ms)" if args.quick else ""),
         quantities=quantities,
         also_measured=also,
         plot="fig8.png",
         data="fig8.csv",
-        pending="TCP over EQDS joins Figure 8 with the EQDS core (issue 5)",
         notes=[
             (
                 "MPTCP: each subflow has its own random ECMP hash (htsim gives subflows distinct "

@@ -35,13 +35,18 @@
 //! # Starting and restarting
 //!
 //! A tunnel (re)starts when data arrives while it has no backlog and expects no more
-//! PULLs. Any credit it still holds is dropped then (Q6: stale credit must not be
-//! burst into a receiver that has moved on), and the first-RTT mode decides what
-//! happens (item 29-31):
-//! - [`Mode::Ndp`], receiver not known to be busy: the tunnel is granted credit up to
-//!   W minus what it still has in flight, and bursts it;
+//! PULLs. If nothing is in flight either, the tunnel was idle: any credit it still
+//! holds is dropped (Q6: stale credit must not be burst into a receiver that has
+//! moved on), and the first-RTT mode decides what happens (item 29-31):
+//! - [`Mode::Ndp`], receiver not known to be busy: the tunnel is granted a window W
+//!   of credit and bursts it;
 //! - [`Mode::Rts`], or NDP within the last advertised busy time: the tunnel sends an
 //!   RTS carrying its pull target and owns nothing until PULLs arrive.
+//!
+//! With packets still in flight the loop is live (a bursty writer such as TCP empties
+//! the send queue between ACKs): the credit held is kept and spent, and only if it
+//! cannot pay for the new packet does an RTS carry the new demand. Granting a free
+//! window here, on top of PULLs already on their way, would overrun the receiver.
 //!
 //! # Loss recovery
 //!
@@ -682,21 +687,22 @@ impl<P: Clone> Sender<P> {
         }
         let restart = t.backlog() == 0 && !t.rts_pending && seq_le(t.last_target, t.highest_pull);
         if restart {
-            // Stale credit goes (Q6); the fresh window is decided by the mode.
-            t.credit = 0;
-            if cfg.mode == Mode::Ndp && now >= t.busy_until {
-                // The window includes what is still in flight, so a tunnel restarting
-                // with unACKed packets cannot hold more than W in total.
-                let grant = u64::from(cfg.window).saturating_sub(t.in_flight_bytes);
-                t.credit = grant as i64;
-                t.stats.free_credit_bytes += grant;
-                t.stats.bursts += 1;
-                if grant < u64::from(charged) {
-                    // A full window is still in flight: its packets carried no
-                    // demand for this one, so tell the receiver with an RTS.
+            if t.in_flight.is_empty() {
+                // Idle: credit still held is stale (Q6); the mode decides the fresh
+                // window.
+                t.credit = 0;
+                if cfg.mode == Mode::Ndp && now >= t.busy_until {
+                    t.credit = i64::from(cfg.window);
+                    t.stats.free_credit_bytes += u64::from(cfg.window);
+                    t.stats.bursts += 1;
+                } else {
                     t.rts_pending = true;
                 }
-            } else {
+            } else if t.credit < i64::from(charged) {
+                // Still busy: the packets in flight keep the credit loop alive and
+                // the credit held is current, but none of them asked for this one.
+                // An RTS does; a free window on top of the PULLs already on their
+                // way would overrun the receiver's link.
                 t.rts_pending = true;
             }
         }

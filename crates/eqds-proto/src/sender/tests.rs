@@ -261,14 +261,29 @@ fn restart_within_busy_time_uses_rts_even_in_ndp_mode() {
 }
 
 #[test]
-fn ndp_restart_counts_packets_still_in_flight() {
+fn restart_with_packets_in_flight_keeps_its_credit_and_takes_no_free_window() {
     let mut s = loaded(Mode::Ndp, 1);
     drain(&mut s, 0);
-    // Idle (nothing queued, no PULL expected) with one packet unACKed.
+    // Nothing queued, no PULL expected, one packet unACKed and W - MTU of credit
+    // left: the loop is live, so the credit is kept and spent.
     s.enqueue(1, 1, FULL, 1).unwrap();
+    let tx = drain(&mut s, 1);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Data);
     let st = s.tunnel(1).unwrap();
-    assert_eq!(st.credit + st.in_flight_bytes as i64, i64::from(W));
-    assert_eq!(st.free_credit_bytes, u64::from(W) + u64::from(W - MTU));
+    assert_eq!(st.credit, i64::from(W - 2 * MTU));
+    assert_eq!((st.bursts, st.free_credit_bytes), (1, u64::from(W)));
+    // Credit spent, packets still in flight: the next one asks with an RTS rather
+    // than granting itself another window.
+    for i in 2..4 {
+        s.enqueue(2, 1, FULL, i).unwrap();
+    }
+    assert_eq!(drain(&mut s, 2).len(), 2);
+    s.enqueue(3, 1, FULL, 9).unwrap();
+    let tx = drain(&mut s, 3);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().bursts, 1);
 }
 
 #[test]

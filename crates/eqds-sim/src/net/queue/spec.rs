@@ -65,6 +65,9 @@ pub enum QueueSpec {
         /// Data queue size in packets (default 8).
         #[serde(default = "default_trim_data")]
         data_packets: u32,
+        /// Data queue size in bytes instead of packets, as switch buffers count:
+        /// small data packets (a TCP ACK inside EQDS) then take little room.
+        data_bytes: Option<Bytes>,
         /// Header queue size in packets (default 64 per data-queue packet).
         header_packets: Option<u32>,
         /// Size of a trimmed header on the wire (default 64 B).
@@ -248,6 +251,7 @@ impl QueueSpec {
             }
             QueueSpec::Trimming {
                 data_packets,
+                data_bytes,
                 header_packets,
                 header_bytes,
                 scheduling,
@@ -255,8 +259,13 @@ impl QueueSpec {
                 data_weight,
                 return_to_sender,
             } => {
-                let data = checked_limit(Some(*data_packets), None)
-                    .map_err(|e| format!("data_packets: {e}"))?;
+                let data = match data_bytes {
+                    Some(b) => {
+                        checked_limit(None, Some(*b)).map_err(|e| format!("data_bytes: {e}"))?
+                    }
+                    None => checked_limit(Some(*data_packets), None)
+                        .map_err(|e| format!("data_packets: {e}"))?,
+                };
                 let header_packets = header_packets.unwrap_or(data_packets.saturating_mul(64));
                 let headers = checked_limit(Some(header_packets), None)
                     .map_err(|e| format!("header_packets: {e}"))?;
