@@ -295,12 +295,10 @@ impl<P> ReceivingEqif<P> {
     }
 
     /// The next packet for the host: released in order, unordered, or released by a
-    /// re-establishment. Also skips reorder-queue holes whose timeout has passed at
-    /// `now`. Call until `None`.
-    pub fn poll_deliver(&mut self, now: Time) -> Option<Delivery<P>> {
-        if self.deliveries.is_empty() {
-            self.release_timed_out(now);
-        }
+    /// re-establishment. Call until `None`. Holes whose timeout passed are skipped by
+    /// [`ReceivingEqif::handle_timeout`], not here: this costs O(1) whatever the
+    /// number of peers.
+    pub fn poll_deliver(&mut self, _now: Time) -> Option<Delivery<P>> {
         self.deliveries.pop_front()
     }
 
@@ -313,8 +311,36 @@ impl<P> ReceivingEqif<P> {
     /// The earliest time [`ReceivingEqif::handle_timeout`] has work: the next PULL or
     /// a reorder queue's head-hole timeout.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let holes = self.tunnels.values().filter_map(|t| t.queue.poll_timeout());
-        holes.chain(self.credit.poll_timeout()).min()
+        self.poll_hole_timeout()
+            .into_iter()
+            .chain(self.credit.poll_timeout())
+            .min()
+    }
+
+    /// The earliest reorder-queue hole timeout: the part of
+    /// [`ReceivingEqif::poll_timeout`] that scans every peer.
+    pub fn poll_hole_timeout(&self) -> Option<Time> {
+        self.tunnels
+            .values()
+            .filter_map(|t| t.queue.poll_timeout())
+            .min()
+    }
+
+    /// When the PULL pacer next has work, if any sender is owed a PULL: the cheap
+    /// part of [`ReceivingEqif::poll_timeout`], which also scans every peer's reorder
+    /// queue. A host with many peers can poll this on every packet and the full
+    /// timeout only when a hole timer may be due (hole timers are set `hole_timeout`
+    /// after the hole appears, never earlier).
+    pub fn poll_pull_timeout(&self) -> Option<Time> {
+        self.credit.poll_timeout()
+    }
+
+    /// Runs the PULL pacer only: [`ReceivingEqif::handle_timeout`] without the scan
+    /// of the reorder queues. Then drain [`ReceivingEqif::poll_control`].
+    pub fn handle_pull_timeout(&mut self, now: Time) {
+        if self.credit.poll_timeout().is_some_and(|at| at <= now) {
+            self.credit.handle_timeout(now);
+        }
     }
 
     /// Runs the PULL pacer and skips timed-out holes; then drain

@@ -90,6 +90,14 @@ impl EqdsSettings {
         }
     }
 
+    /// The shortest slow timer: no retransmit, credit-loss or hole timer set at
+    /// time `t` is due before `t + slow_slack()`.
+    pub fn slow_slack(&self) -> Time {
+        self.rto
+            .min(self.credit_loss_timeout)
+            .min(self.reorder_timeout)
+    }
+
     /// Largest inner packet a writer may hand to EQDS.
     pub fn max_inner(&self) -> u32 {
         self.mtu - self.overhead
@@ -131,6 +139,9 @@ pub struct EqdsHost {
     /// The NIC queue was full with the sending EQIF possibly holding more: pump
     /// again when the NIC finishes its current packet (`Time::MAX` if not).
     nic_wake: Time,
+    /// Earliest of the slow timers (retransmit, credit loss, reorder holes) as of
+    /// the last scan of every tunnel, or when to look again; see `world.rs`.
+    slow_due: Time,
     /// Native writers waiting for room towards a destination.
     blocked: Vec<(HostId, EndpointId)>,
 }
@@ -188,6 +199,7 @@ impl EqdsLayer {
                 }),
                 timer_queued: Time::MAX,
                 nic_wake: Time::MAX,
+                slow_due: Time::MAX,
                 blocked: Vec::new(),
             })
             .collect();

@@ -27,6 +27,13 @@ impl Fifo {
         Some((pkt, size))
     }
 
+    /// Takes the newest packet, with its size (a drop from the tail).
+    pub fn pop_back(&mut self) -> Option<(PacketId, u32)> {
+        let (pkt, size) = self.items.pop_back()?;
+        self.bytes -= size as u64;
+        Some((pkt, size))
+    }
+
     /// Size of the oldest packet.
     pub fn front_size(&self) -> Option<u32> {
         self.items.front().map(|&(_, size)| size)

@@ -7,6 +7,7 @@
 //! our N-1).
 
 mod drop_tail;
+mod fair_queue;
 mod fifo;
 mod red;
 mod spec;
@@ -14,6 +15,7 @@ mod strict_priority;
 mod trimming;
 
 pub use drop_tail::DropTail;
+pub use fair_queue::FairQueue;
 pub use fifo::Fifo;
 pub use red::Red;
 pub use spec::{Limit, QueueSpec};

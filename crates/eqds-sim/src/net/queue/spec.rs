@@ -1,7 +1,7 @@
 //! Queue disciplines as written in scenario files, and how they are built.
 
 use super::red::RedParams;
-use super::{DropTail, QueueDiscipline, Red, StrictPriority, TrimScheduler, Trimming};
+use super::{DropTail, FairQueue, QueueDiscipline, Red, StrictPriority, TrimScheduler, Trimming};
 use crate::units::value::Bytes;
 use serde::Deserialize;
 
@@ -57,6 +57,15 @@ pub enum QueueSpec {
         #[serde(default)]
         drop_non_ect: bool,
     },
+    /// Ideal per-flow fair queueing: deficit round robin between flows, and the
+    /// longest flow loses a packet when the shared buffer is full.
+    FairQueue {
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+        /// Bytes a flow may send per round (default 1500 B).
+        #[serde(default = "default_quantum")]
+        quantum: Bytes,
+    },
     /// Strict priority; `classes[0]` is served first. Packets pick a class by `class`.
     StrictPriority { classes: Vec<QueueSpec> },
     /// NDP's ideal trimming queue: a small data queue, a header queue for trimmed
@@ -85,6 +94,10 @@ pub enum QueueSpec {
         #[serde(default = "yes")]
         return_to_sender: bool,
     },
+}
+
+fn default_quantum() -> Bytes {
+    Bytes(1500)
 }
 
 fn default_trim_data() -> u32 {
@@ -135,6 +148,7 @@ enum Plan {
     DropTail(Limit),
     Red(Limit, RedParams),
     StrictPriority(Vec<Plan>),
+    FairQueue(Limit, u32),
     Trimming {
         data: Limit,
         headers: Limit,
@@ -148,6 +162,7 @@ impl Plan {
     fn build(self) -> Box<dyn QueueDiscipline> {
         match self {
             Plan::DropTail(l) => Box::new(DropTail::new(l)),
+            Plan::FairQueue(l, quantum) => Box::new(FairQueue::new(l, quantum)),
             Plan::Red(l, params) => Box::new(Red::new(l, params)),
             Plan::Trimming {
                 data,
@@ -301,6 +316,23 @@ impl QueueSpec {
                     scheduler,
                     return_to_sender: *return_to_sender,
                 })
+            }
+            QueueSpec::FairQueue {
+                limit_packets,
+                limit_bytes,
+                quantum,
+            } => {
+                if limit_packets.is_none() && limit_bytes.is_none() {
+                    return Err("fair_queue needs `limit_packets` or `limit_bytes`".into());
+                }
+                if quantum.0 == 0 || quantum.0 > u64::from(u32::MAX) {
+                    return Err(format!(
+                        "quantum: must be from 1 B to 4 GB, got {} B",
+                        quantum.0
+                    ));
+                }
+                let l = checked_limit(*limit_packets, *limit_bytes)?;
+                Ok(Plan::FairQueue(l, quantum.0 as u32))
             }
             QueueSpec::StrictPriority { classes } => {
                 if classes.is_empty() {
