@@ -213,6 +213,9 @@ impl<P> ReceivingEqif<P> {
             expected: t.queue.next_seq(),
         };
         let mut payload = Some(payload);
+        // An in-order packet's ACK may be deferred (Q9) once the reorder queue has
+        // moved past it; anything else is answered at once.
+        let mut in_order_ack = false;
         for action in t.fsm.handle(event) {
             match action {
                 RxAction::ReleaseReorderQueue => {
@@ -232,6 +235,7 @@ impl<P> ReceivingEqif<P> {
                     if old_epoch.is_none() {
                         stats.established += 1;
                     }
+                    credit.cancel_deferred_ack(src);
                     t.queue.reset(isn);
                 }
                 RxAction::Accept { syn_ack } => {
@@ -266,7 +270,13 @@ impl<P> ReceivingEqif<P> {
                         // A NACK for a trimmed header; the PULL answer to an RTS.
                         _ => true,
                     };
-                    if ack {
+                    let in_order = answer == ControlKind::Ack
+                        && !syn_ack
+                        && !header.unordered
+                        && header.seq == t.queue.next_seq();
+                    if ack && in_order && credit.config().ack_coalesce > 1 {
+                        in_order_ack = true;
+                    } else if ack {
                         let syn = syn_ack && answer != ControlKind::Pull;
                         credit.queue_control(src, answer, header.seq, syn);
                     }
@@ -285,6 +295,10 @@ impl<P> ReceivingEqif<P> {
         // Trimmed headers, RTSs and packets the state machine dropped.
         discarded.extend(payload);
         drain_in_order(src, t, now, deliveries);
+        if in_order_ack {
+            // Everything before the in-order point has arrived (or was given up on).
+            credit.defer_ack(now, src, t.queue.next_seq().wrapping_sub(1));
+        }
     }
 
     /// The payload of a packet [`ReceivingEqif::handle_data`] did not deliver and
@@ -356,6 +370,7 @@ impl<P> ReceivingEqif<P> {
     /// and hands back the payloads its reorder queue held: ACKed, never to be resent,
     /// so lost. The credit state is kept (see the module documentation).
     pub fn drop_peer(&mut self, src: PeerId) -> Vec<P> {
+        self.credit.cancel_deferred_ack(src);
         let Some(mut t) = self.tunnels.remove(&src) else {
             return Vec::new();
         };

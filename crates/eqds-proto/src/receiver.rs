@@ -41,7 +41,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use crate::sender::PeerId;
-use crate::time::{Time, PS_PER_NS, PS_PER_SEC};
+use crate::time::{Time, PS_PER_NS, PS_PER_SEC, PS_PER_US};
 use crate::wire::{seq_diff, seq_lt, ControlHeader, ControlKind, DataHeader, DataKind};
 
 /// How the active sender list orders senders (item 20, Q21).
@@ -76,6 +76,13 @@ pub struct ReceiverConfig {
     pub pull_burst: u32,
     /// The ASL policy. Default [`Policy::Fifo`].
     pub policy: Policy,
+    /// Deferred ACKs (Q9): in-order DATA is acknowledged by one cumulative ACK per
+    /// this many packets, or sooner by the next PULL to the same sender, which then
+    /// goes out as that ACK (it carries the new pull number either way). Default 1:
+    /// every packet is ACKed at once, on its own.
+    pub ack_coalesce: u32,
+    /// Longest an in-order packet's ACK is deferred. Default 10 µs (Q9).
+    pub ack_delay: Time,
 }
 
 impl Default for ReceiverConfig {
@@ -87,6 +94,8 @@ impl Default for ReceiverConfig {
             pacing_permille: 1000,
             pull_burst: 1,
             policy: Policy::Fifo,
+            ack_coalesce: 1,
+            ack_delay: 10 * PS_PER_US,
         }
     }
 }
@@ -127,6 +136,9 @@ struct Peer {
     class: u8,
     /// Virtual finish time of its last ASL entry ([`Policy::Weighted`]).
     finish: u64,
+    /// A cumulative ACK owed but deferred: (ack number, packets it covers, time
+    /// deferral began).
+    deferred: Option<(u32, u32, Time)>,
     stats: SenderState,
 }
 
@@ -193,6 +205,8 @@ struct Queued {
     ack_no: u32,
     /// SYN flag: a SYN-ACK or SYN-NACK (set by the tunnel state machine).
     syn: bool,
+    /// A deferred ACK covering every sequence number up to `ack_no`.
+    cumulative: bool,
 }
 
 /// One receiving EQIF: per-sender credit state, the active sender list and the PULL
@@ -214,6 +228,9 @@ pub struct Receiver {
     owed_total: u64,
     /// Control packets to hand out, oldest first.
     control: VecDeque<Queued>,
+    /// Peers with a deferred ACK, in order of deferral: (time it began, peer). An
+    /// entry is stale once the peer's ACK went out or was deferred afresh.
+    deferred: VecDeque<(Time, usize)>,
 }
 
 impl Receiver {
@@ -246,6 +263,7 @@ impl Receiver {
             next_pull_at: 0,
             owed_total: 0,
             control: VecDeque::new(),
+            deferred: VecDeque::new(),
         }
     }
 
@@ -344,7 +362,81 @@ impl Receiver {
             kind,
             ack_no,
             syn,
+            cumulative: false,
         });
+    }
+
+    /// Acknowledges in-order DATA from `src` up to and including `ack_no`, deferred
+    /// when `ack_coalesce` allows (Q9): the ACK goes out cumulative once it covers
+    /// `ack_coalesce` packets, rides the next PULL to `src`, or leaves after
+    /// `ack_delay`, whichever comes first. With `ack_coalesce` 1 it is queued at
+    /// once, as an ordinary ACK for `ack_no`.
+    pub fn defer_ack(&mut self, now: Time, src: PeerId, ack_no: u32) {
+        let idx = self.peer_index(src);
+        if self.config.ack_coalesce <= 1 {
+            self.queue_control(src, ControlKind::Ack, ack_no, false);
+            return;
+        }
+        let peer = &mut self.peers[idx];
+        let (count, since) = match peer.deferred {
+            Some((_, count, since)) => (count + 1, since),
+            None => {
+                self.deferred.push_back((now, idx));
+                (1, now)
+            }
+        };
+        if count >= self.config.ack_coalesce {
+            peer.deferred = None;
+            self.push_cumulative(idx, ack_no);
+        } else {
+            peer.deferred = Some((ack_no, count, since));
+        }
+    }
+
+    /// Forgets a deferred ACK of `src`: its sequence numbers belong to a tunnel
+    /// state that was dropped or replaced by a new epoch.
+    pub fn cancel_deferred_ack(&mut self, src: PeerId) {
+        if let Some(&idx) = self.index.get(&src) {
+            self.peers[idx].deferred = None;
+        }
+    }
+
+    fn push_cumulative(&mut self, peer: usize, ack_no: u32) {
+        self.control.push_back(Queued {
+            peer,
+            kind: ControlKind::Ack,
+            ack_no,
+            syn: false,
+            cumulative: true,
+        });
+    }
+
+    /// Sends the deferred ACKs whose delay ran out at `now`.
+    fn flush_deferred(&mut self, now: Time) {
+        while let Some(&(since, idx)) = self.deferred.front() {
+            match self.peers[idx].deferred {
+                Some((ack_no, _, began)) if began == since => {
+                    if since + self.config.ack_delay > now {
+                        return;
+                    }
+                    self.peers[idx].deferred = None;
+                    self.push_cumulative(idx, ack_no);
+                }
+                // Sent already, or deferred again later (a newer entry exists).
+                _ => {}
+            }
+            self.deferred.pop_front();
+        }
+    }
+
+    /// When the oldest deferred ACK must go, skipping entries already sent.
+    fn deferred_timeout(&self) -> Option<Time> {
+        self.deferred
+            .iter()
+            .find(
+                |&&(since, idx)| matches!(self.peers[idx].deferred, Some((_, _, b)) if b == since),
+            )
+            .map(|&(since, _)| since + self.config.ack_delay)
     }
 
     /// The next control packet to send and its destination: ACKs, NACKs and RTS
@@ -357,7 +449,7 @@ impl Receiver {
         let header = ControlHeader {
             kind: q.kind,
             syn: q.syn,
-            cumulative: false,
+            cumulative: q.cumulative,
             sender_id: peer.sender_id,
             ack_no: if q.kind == ControlKind::Pull {
                 0
@@ -370,15 +462,21 @@ impl Receiver {
         Some((peer.id, header))
     }
 
-    /// When the next PULL is due, if any sender is owed one.
+    /// When the pacer next has work: the next PULL, if any sender is owed one, or
+    /// the oldest deferred ACK's deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
-        (!self.asl.is_empty()).then_some(self.next_pull_at)
+        let pull = (!self.asl.is_empty()).then_some(self.next_pull_at);
+        match (pull, self.deferred_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Runs the pacer: releases the PULLs due at `now` (one per MTU-time, at most
     /// `pull_burst` at once when late) to the head of the ASL, re-inserting each
     /// sender at its new rank or dropping it once its target is met (item 17).
     pub fn handle_timeout(&mut self, now: Time) {
+        self.flush_deferred(now);
         if self.asl.is_empty() {
             return;
         }
@@ -397,12 +495,25 @@ impl Receiver {
             } else {
                 peer.stats.active = false;
             }
-            self.control.push_back(Queued {
-                peer: idx,
-                kind: ControlKind::Pull,
-                ack_no: 0,
-                syn: false,
-            });
+            // A deferred ACK to this sender goes now, as this PULL: every control
+            // packet carries the pull number.
+            let q = match peer.deferred.take() {
+                Some((ack_no, _, _)) => Queued {
+                    peer: idx,
+                    kind: ControlKind::Ack,
+                    ack_no,
+                    syn: false,
+                    cumulative: true,
+                },
+                None => Queued {
+                    peer: idx,
+                    kind: ControlKind::Pull,
+                    ack_no: 0,
+                    syn: false,
+                    cumulative: false,
+                },
+            };
+            self.control.push_back(q);
             self.next_pull_at += self.pull_interval;
         }
     }
@@ -437,6 +548,7 @@ impl Receiver {
             weight: 1,
             class: 0,
             finish: 0,
+            deferred: None,
             stats: SenderState {
                 pulls_sent: 0,
                 pull_target: 0,

@@ -785,8 +785,14 @@ impl<P: Clone> Sender<P> {
         match header.kind {
             ControlKind::Pull | ControlKind::Rst => {}
             ControlKind::Ack if header.cumulative => {
-                let ack = header.ack_no;
-                free_where(t, &mut self.acked, now, |seq| seq_le(seq, ack));
+                // Only within the current epoch's numbers: a cumulative ACK from
+                // another epoch would compare with them by accident.
+                let (ack, isn, next) = (header.ack_no, t.isn, t.next_seq);
+                if seq_le(isn, ack) && seq_lt(ack, next) {
+                    free_where(t, &mut self.acked, now, |seq| {
+                        seq_le(isn, seq) && seq_le(seq, ack)
+                    });
+                }
             }
             ControlKind::Ack => {
                 let ack = header.ack_no;

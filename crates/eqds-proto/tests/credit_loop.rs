@@ -167,6 +167,8 @@ impl World {
                 pacing_permille: 1000,
                 pull_burst: 1,
                 policy: Policy::Fifo,
+                ack_coalesce: 1,
+                ack_delay: 0,
             },
             // In packets: W is up to 266 packets of 45 bytes.
             tunnel: RxConfig { window: 1024 },

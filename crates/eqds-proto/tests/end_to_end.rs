@@ -160,6 +160,10 @@ impl World {
                 pacing_permille: 1000,
                 pull_burst: 1,
                 policy: Policy::Fifo,
+                // Deferred, cumulative ACKs (Q9) under the same loss, reordering,
+                // duplication and state drops as everything else.
+                ack_coalesce: 4,
+                ack_delay: 20_000_000,
             },
             // In packets: with 45-byte packets a window of 8 MTUs is 266 of them, and a
             // duplicate may lag behind by a few RTTs' worth.

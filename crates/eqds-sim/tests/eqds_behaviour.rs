@@ -128,8 +128,9 @@ fn rates(text: &str) -> Vec<f64> {
 fn tcp_over_eqds_shares_a_receiver_almost_perfectly() {
     let plain = jain_index(&rates(&tcp_incast("")));
     for (mode, min_jain) in [("ndp", 0.99), ("rts", 0.98)] {
+        // ECN-capable TCP: the EQIF marks instead of dropping (RFC 3168 NewReno).
         let over = rates(&tcp_incast(&format!(
-            "[eqds]\nenabled = true\nmode = \"{mode}\""
+            "ecn = true\n[eqds]\nenabled = true\nmode = \"{mode}\""
         )));
         let jain = jain_index(&over);
         let total: f64 = over.iter().sum();

@@ -15,6 +15,7 @@ fn config(policy: Policy) -> ReceiverConfig {
         pacing_permille: 1000,
         pull_burst: 1,
         policy,
+        ..ReceiverConfig::default()
     }
 }
 
@@ -261,4 +262,87 @@ fn a_target_beyond_one_window_is_cut_to_the_window() {
     let mut r = Receiver::new(config(Policy::Fifo));
     r.handle_data(0, 1, &data(0, u32::MAX), 1000);
     assert_eq!(r.sender(1).unwrap().pull_target, 0);
+}
+
+fn coalescing(n: u32) -> Receiver {
+    Receiver::new(ReceiverConfig {
+        ack_coalesce: n,
+        ack_delay: 5 * MTU_TIME,
+        ..config(Policy::Fifo)
+    })
+}
+
+#[test]
+fn deferred_acks_go_cumulative_every_n_packets() {
+    let mut r = coalescing(4);
+    for seq in 0..3 {
+        r.account(0, 1, &data(seq, 0), 1000);
+        r.defer_ack(0, 1, seq);
+    }
+    assert!(
+        drain(&mut r, 0).is_empty(),
+        "three packets stay unacknowledged"
+    );
+    r.account(0, 1, &data(3, 0), 1000);
+    r.defer_ack(0, 1, 3);
+    let out = drain(&mut r, 0);
+    assert_eq!(out.len(), 1);
+    let h = out[0].1;
+    assert_eq!(
+        (h.kind, h.ack_no, h.cumulative),
+        (ControlKind::Ack, 3, true)
+    );
+}
+
+#[test]
+fn a_deferred_ack_rides_the_next_pull_to_its_sender() {
+    let mut r = coalescing(8);
+    // Sender 1 wants two PULLs; its packet 0 is ACKed lazily.
+    r.account(0, 1, &data(0, 2), 1000);
+    r.defer_ack(0, 1, 0);
+    assert!(drain(&mut r, 0).is_empty());
+    r.handle_timeout(0);
+    let out = drain(&mut r, 0);
+    assert_eq!(out.len(), 1, "one packet is both the ACK and the PULL");
+    let h = out[0].1;
+    assert_eq!(
+        (h.kind, h.ack_no, h.cumulative, h.pull_no),
+        (ControlKind::Ack, 0, true, 1)
+    );
+    // The next PULL has no ACK to carry.
+    r.handle_timeout(MTU_TIME);
+    let out = drain(&mut r, MTU_TIME);
+    assert_eq!((out[0].1.kind, out[0].1.pull_no), (ControlKind::Pull, 2));
+}
+
+#[test]
+fn a_deferred_ack_leaves_after_the_delay_without_a_pull() {
+    let mut r = coalescing(8);
+    r.account(7, 1, &data(0, 0), 1000);
+    r.defer_ack(7, 1, 0);
+    assert_eq!(r.poll_timeout(), Some(7 + 5 * MTU_TIME));
+    r.handle_timeout(6 + 5 * MTU_TIME);
+    assert!(drain(&mut r, 0).is_empty());
+    r.handle_timeout(7 + 5 * MTU_TIME);
+    let out = drain(&mut r, 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        (out[0].1.kind, out[0].1.cumulative),
+        (ControlKind::Ack, true)
+    );
+    assert_eq!(r.poll_timeout(), None);
+}
+
+#[test]
+fn without_coalescing_every_packet_is_acked_at_once() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    r.account(0, 1, &data(5, 0), 1000);
+    r.defer_ack(0, 1, 5);
+    let out = drain(&mut r, 0);
+    assert_eq!(out.len(), 1);
+    let h = out[0].1;
+    assert_eq!(
+        (h.kind, h.ack_no, h.cumulative),
+        (ControlKind::Ack, 5, false)
+    );
 }

@@ -48,11 +48,14 @@ pub struct EqdsSettings {
     pub overhead: u32,
     pub window_packets: u32,
     pub send_queue: u32,
+    pub ecn_threshold: u32,
     pub nic_limit: u32,
     pub rto: Time,
     pub credit_loss_timeout: Time,
     pub paths: u16,
     pub policy: Policy,
+    pub ack_coalesce: u32,
+    pub ack_delay: Time,
     pub pull_permille: u32,
     pub reorder_window: u32,
     pub reorder_timeout: Time,
@@ -73,6 +76,7 @@ impl EqdsSettings {
             overhead: spec.overhead.0 as u32,
             window_packets,
             send_queue: spec.send_queue,
+            ecn_threshold: spec.ecn_threshold.unwrap_or(spec.send_queue.div_ceil(4)),
             nic_limit: spec.nic_limit,
             rto: spec.rto.0,
             credit_loss_timeout: spec.credit_loss_timeout.0,
@@ -82,6 +86,8 @@ impl EqdsSettings {
                 EqdsPolicy::Weighted => Policy::Weighted,
                 EqdsPolicy::StrictPriority => Policy::StrictPriority,
             },
+            ack_coalesce: spec.ack_coalesce,
+            ack_delay: spec.ack_delay.0,
             pull_permille: (spec.pull_rate * 1000.0).round().max(1.0) as u32,
             // A hole lasts about one RTT (NACK, then the resend goes first), in which
             // about a window of later packets arrives: twice the window holds them.
@@ -112,6 +118,8 @@ pub struct EqdsCounters {
     /// Inner packets dropped because their destination's send queue was full
     /// (TCP-compatible writers), or refused (native writers, who retry).
     pub send_queue_full: u64,
+    /// ECN-capable inner packets marked CE on joining a long send queue.
+    pub ecn_marked: u64,
     /// Inner packets handed to receiving transports.
     pub delivered: u64,
     /// Data packets put on the wire, retransmissions included.
@@ -187,6 +195,8 @@ impl EqdsLayer {
                         pacing_permille: settings.pull_permille,
                         pull_burst: 1,
                         policy: settings.policy,
+                        ack_coalesce: settings.ack_coalesce,
+                        ack_delay: settings.ack_delay,
                     },
                     // Data more than two reorder spans away is from another epoch.
                     tunnel: RxConfig {

@@ -46,9 +46,16 @@ impl World {
 
     /// Hands an inner packet to its source host's sending EQIF. Returns whether it
     /// was accepted.
-    pub fn eqds_write(&mut self, now: Time, pkt: Packet, writer: Writer) -> bool {
+    pub fn eqds_write(&mut self, now: Time, mut pkt: Packet, writer: Writer) -> bool {
         let mut eqds = self.take_eqds();
         let (host, dst, len) = (pkt.src, pkt.dst, pkt.size);
+        if pkt.has(flags::ECT)
+            && eqds.hosts[host as usize].tx.send_queue_len(dst)
+                >= eqds.settings.ecn_threshold as usize
+        {
+            pkt.flags |= flags::CE;
+            eqds.counters.ecn_marked += 1;
+        }
         let id = self.pkts.alloc(pkt);
         let accepted = match eqds.hosts[host as usize].tx.enqueue(now, dst, len, id) {
             Ok(()) => {

@@ -44,6 +44,10 @@ pub struct EqdsSpec {
     /// buffer (default 100, the paper's).
     #[serde(default = "default_send_queue")]
     pub send_queue: u32,
+    /// ECN-capable packets are marked CE when they join a send queue already
+    /// holding this many packets (the TCP-compatible EQIF's ECN, a step RED;
+    /// default a quarter of `send_queue`). Traffic without ECN sees only drops.
+    pub ecn_threshold: Option<u32>,
     /// Bytes EQDS adds to every inner packet and the size of its control packets
     /// (default 44: outer IPv4, UDP and the 16-byte EQDS header).
     #[serde(default = "default_overhead")]
@@ -58,6 +62,14 @@ pub struct EqdsSpec {
     pub paths: Option<u32>,
     #[serde(default)]
     pub policy: EqdsPolicy,
+    /// In-order packets are ACKed by one cumulative ACK per this many (default 4),
+    /// or sooner by the next PULL to their sender, which then is that ACK (Q9's
+    /// deferred ACKs). 1 ACKs every packet on its own.
+    #[serde(default = "default_ack_coalesce")]
+    pub ack_coalesce: u32,
+    /// Longest an ACK is deferred (default 10 us).
+    #[serde(default = "default_ack_delay")]
+    pub ack_delay: Duration,
     /// EQDS hands the NIC a packet only while fewer than this many wait in its
     /// queue (default 2): credit beyond what the uplink can carry waits in the EQIF,
     /// where retransmissions and other tunnels can still go first, not in a FIFO.
@@ -77,6 +89,12 @@ pub struct EqdsSpec {
 
 fn default_send_queue() -> u32 {
     100
+}
+fn default_ack_coalesce() -> u32 {
+    4
+}
+fn default_ack_delay() -> Duration {
+    Duration(10 * crate::units::US)
 }
 fn default_nic_limit() -> u32 {
     2
@@ -117,8 +135,17 @@ impl EqdsSpec {
         if self.window.is_some_and(|w| w > 1000) {
             return Err("window: at most 1000 packets (one epoch block)".into());
         }
+        if self.ack_coalesce == 0 {
+            return Err("ack_coalesce: must be at least 1 packet".into());
+        }
+        if self.ack_coalesce > 1 && self.ack_delay.0 == 0 {
+            return Err("ack_delay: must be positive when ACKs are coalesced".into());
+        }
         if self.nic_limit == 0 {
             return Err("nic_limit: must be at least 1 packet".into());
+        }
+        if self.ecn_threshold == Some(0) {
+            return Err("ecn_threshold: must be at least 1 packet".into());
         }
         if self.send_queue == 0 {
             return Err("send_queue: must be at least 1 packet".into());

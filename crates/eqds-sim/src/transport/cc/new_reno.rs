@@ -1,5 +1,7 @@
 //! NewReno's window growth (RFC 5681): slow start below ssthresh, then one MSS per
-//! window of ACKed data. Recovery itself (RFC 6582) lives in the TCP sender.
+//! window of ACKed data. Recovery itself (RFC 6582) lives in the TCP sender. With ECN
+//! (RFC 3168 §6.1.2) a congestion mark halves the window as a loss would, at most once
+//! per window of data.
 
 use super::{half_flight, AckEvent, CongestionControl};
 use crate::units::Time;
@@ -9,6 +11,9 @@ pub struct NewReno {
     ssthresh: u64,
     /// Bytes ACKed since the window last grew in congestion avoidance.
     acked_in_ca: u64,
+    /// After an ECN reduction, marks are ignored until the ACK point passes this
+    /// (the data in flight when the window was cut).
+    cwr_until: u64,
 }
 
 impl NewReno {
@@ -17,6 +22,7 @@ impl NewReno {
             cwnd: initial_window,
             ssthresh: u64::MAX,
             acked_in_ca: 0,
+            cwr_until: 0,
         }
     }
 
@@ -60,6 +66,16 @@ impl CongestionControl for NewReno {
         }
     }
 
+    fn on_ecn(&mut self, ack: &AckEvent) {
+        if ack.ce == 0 || ack.snd_una < self.cwr_until {
+            return;
+        }
+        self.ssthresh = (self.cwnd / 2).max(2 * ack.mss);
+        self.cwnd = self.ssthresh;
+        self.acked_in_ca = 0;
+        self.cwr_until = ack.snd_nxt;
+    }
+
     fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
         self.ssthresh = half_flight(flight, mss);
         self.cwnd = self.ssthresh;
@@ -87,6 +103,30 @@ mod tests {
             snd_nxt: 0,
             mss: 1000,
         }
+    }
+
+    #[test]
+    fn an_ecn_mark_halves_the_window_once_per_window() {
+        let mut cc = NewReno::new(20_000);
+        let marked = |una, nxt| AckEvent {
+            ce: 1000,
+            snd_una: una,
+            snd_nxt: nxt,
+            ..ack(1000)
+        };
+        cc.on_ecn(&marked(1000, 21_000));
+        assert_eq!((cc.window(), cc.ssthresh()), (10_000, 10_000));
+        // More marks from the same window change nothing.
+        cc.on_ecn(&marked(5000, 21_000));
+        assert_eq!(cc.window(), 10_000);
+        // Once that window is ACKed, a mark cuts again; unmarked ACKs never do.
+        cc.on_ecn(&ack(1000));
+        cc.on_ecn(&marked(21_000, 31_000));
+        assert_eq!(cc.window(), 5000);
+        cc.on_ecn(&marked(40_000, 50_000));
+        assert_eq!(cc.window(), 2500);
+        cc.on_ecn(&marked(60_000, 70_000));
+        assert_eq!(cc.window(), 2000, "never below two segments");
     }
 
     #[test]
