@@ -26,8 +26,16 @@ def _save(fig, path: Path, header: Sequence[str], rows: list[Sequence]) -> Path:
     return path
 
 
-def cdf(series: Mapping[str, Sequence[float]], path: Path, xlabel: str, title: str = "") -> Path:
-    """Empirical CDF of each labelled sample (e.g. per-flow throughput or FCT)."""
+def cdf(
+    series: Mapping[str, Sequence[float]],
+    path: Path,
+    xlabel: str,
+    title: str = "",
+    xlim: tuple[float, float] | None = None,
+) -> Path:
+    """Empirical CDF of each labelled sample (e.g. per-flow throughput or FCT).
+    `xlim` zooms the plot (a few outliers would otherwise squash the rest); the CSV
+    always holds every point."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
     rows = []
     for label, values in series.items():
@@ -38,6 +46,8 @@ def cdf(series: Mapping[str, Sequence[float]], path: Path, xlabel: str, title: s
     ax.set_xlabel(xlabel)
     ax.set_ylabel("CDF")
     ax.set_ylim(0, 1.01)
+    if xlim is not None:
+        ax.set_xlim(*xlim)
     ax.set_title(title)
     ax.legend(fontsize=8)
     return _save(fig, path, ["series", "x", "cdf"], rows)
