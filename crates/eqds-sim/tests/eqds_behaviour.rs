@@ -154,3 +154,29 @@ fn eqds_runs_are_deterministic() {
         assert!(x == y, "{file} differs between two runs");
     }
 }
+
+#[test]
+fn native_eqds_permutation_runs_near_line_rate_at_100g() {
+    // The htsim benchmark setting at k=8, 0.4 ms. Control packets spray like data:
+    // on one path, the PULLs and ACKs of a whole pod overloaded it (55% at k=16).
+    let text = native_incast(8, 1, "1KB")
+        .replace(
+            "kind = \"incast\"\n        receiver = 0\n        senders = 1\n        size = \"1KB\"",
+            "kind = \"permutation\"",
+        )
+        .replace(
+            "when_flows_complete = true\n        time = \"1s\"",
+            "time = \"400us\"\n        warmup = \"100us\"",
+        );
+    assert!(text.contains("permutation") && text.contains("400us"));
+    let (flows, stats, sim) = common::run(&text);
+    let rates: Vec<f64> = flows
+        .iter()
+        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time) / 100e9)
+        .collect();
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let min = rates.iter().copied().fold(f64::MAX, f64::min);
+    eprintln!("k=8 permutation: mean {mean:.3}, min {min:.3} of line rate");
+    assert!(mean >= 0.85, "mean {mean}");
+    assert!(min >= 0.75, "min {min}");
+}

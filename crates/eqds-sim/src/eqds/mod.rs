@@ -152,6 +152,11 @@ pub struct EqdsHost {
     slow_due: Time,
     /// Native writers waiting for room towards a destination.
     blocked: Vec<(HostId, EndpointId)>,
+    /// Path id of the next control packet. The core leaves control packets'
+    /// paths to the host; they are sprayed round robin like data, since on one
+    /// path the control of every host of a pod (two per data packet) would
+    /// overload that path's links (k=16 at 100 Gbps: 200 Gb/s on one agg uplink).
+    next_control_path: u16,
 }
 
 /// EQDS on every host of a run.
@@ -211,6 +216,7 @@ impl EqdsLayer {
                 nic_wake: Time::MAX,
                 slow_due: Time::MAX,
                 blocked: Vec::new(),
+                next_control_path: (h % usize::from(settings.paths)) as u16,
             })
             .collect();
         EqdsLayer {

@@ -196,7 +196,9 @@ impl World {
         let port = self.net.host_port(host);
         let h = &mut eqds.hosts[host as usize];
         while let Some((peer, hdr)) = h.rx.poll_control(now) {
-            let pkt = encap::header_packet(host, peer, overhead, 0);
+            let path = h.next_control_path;
+            h.next_control_path = (path + 1) % eqds.settings.paths;
+            let pkt = encap::header_packet(host, peer, overhead, path);
             let id = self.pkts.alloc(pkt);
             eqds.tags.set(id, &Header::Control(hdr), Default::default());
             eqds.counters.control_sent += 1;
