@@ -101,6 +101,11 @@ fn each_mistake_is_named() {
             "mtu = 1500\nmptcp = { subflows = 65 }",
             "mptcp.subflows",
         ),
+        (
+            "mtu = 1500",
+            "mtu = 1500\nudp = { rate = \"0Gbps\" }",
+            "udp.rate",
+        ),
         ("[stop]", "[eqds]\nwindow = 0\n[stop]", "eqds.window"),
         ("[stop]", "[eqds]\nwindow = 5000\n[stop]", "eqds.window"),
         ("[stop]", "[eqds]\nmode = \"tcp\"\n[stop]", "`eqds.mode`"),

@@ -180,3 +180,60 @@ fn native_eqds_permutation_runs_near_line_rate_at_100g() {
     assert!(mean >= 0.85, "mean {mean}");
     assert!(min >= 0.75, "min {min}");
 }
+
+/// 4 TCP senders and, from 2 ms, a line-rate UDP sender into one 25 Gbps receiver.
+fn udp_blaster(eqds: bool) -> Vec<(String, f64)> {
+    let (queue, eqds) = if eqds {
+        (
+            r#"{ kind = "trimming", data_packets = 15 }"#,
+            "[eqds]\nenabled = true",
+        )
+    } else {
+        (r#"{ kind = "drop_tail", limit_packets = 100 }"#, "")
+    };
+    let text = format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 6
+        link = {{ rate = "25Gbps", latency = "1us" }}
+        [switch]
+        queue = {queue}
+        [transport]
+        min_rto = "1ms"
+        initial_rto = "1ms"
+        {eqds}
+        [[workload]]
+        kind = "incast"
+        sender_hosts = [1, 2, 3, 4]
+        [[workload]]
+        kind = "incast"
+        sender_hosts = [5]
+        start = "2ms"
+        protocol = "udp"
+        [stop]
+        time = "10ms"
+        warmup = "4ms"
+        "#
+    );
+    let (flows, stats, sim) = common::run(&text);
+    flows
+        .iter()
+        .map(|f| {
+            let bps = flow_throughput_bps(f, sim.warmup(), stats.end_time);
+            (f.spec.protocol.name().to_string(), bps / 25e9)
+        })
+        .collect()
+}
+
+#[test]
+fn eqds_holds_a_line_rate_udp_sender_to_its_share() {
+    let plain = udp_blaster(false);
+    let udp: f64 = plain.iter().filter(|(p, _)| p == "udp").map(|x| x.1).sum();
+    let tcp: f64 = plain.iter().filter(|(p, _)| p != "udp").map(|x| x.1).sum();
+    assert!(udp > 0.7 && tcp < 0.25, "without EQDS: {plain:?}");
+    let over = udp_blaster(true);
+    let rates: Vec<f64> = over.iter().map(|x| x.1).collect();
+    assert!(jain_index(&rates) >= 0.99, "with EQDS: {over:?}");
+    assert!(rates.iter().all(|&r| r > 0.17), "with EQDS: {over:?}");
+}

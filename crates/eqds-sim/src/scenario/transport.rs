@@ -3,7 +3,7 @@
 use crate::transport::cc::CcKind;
 use crate::transport::ndp::NdpConfig;
 use crate::transport::tcp::{DelayedAck, TcpConfig};
-use crate::units::value::{Bytes, Duration};
+use crate::units::value::{Bytes, Duration, Rate};
 use serde::Deserialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -25,6 +25,8 @@ pub enum Protocol {
     /// An application writing datagrams straight into EQDS (the paper's eqdsperf):
     /// EQDS alone carries the flow. Parameters in `[eqds]`.
     Eqds,
+    /// Unresponsive constant-bit-rate UDP. Parameters in `[transport.udp]`.
+    Udp,
 }
 
 impl Protocol {
@@ -36,6 +38,7 @@ impl Protocol {
             Protocol::Ndp => "ndp",
             Protocol::Mptcp => "mptcp",
             Protocol::Eqds => "eqds",
+            Protocol::Udp => "udp",
         }
     }
 }
@@ -90,6 +93,17 @@ pub struct TransportSpec {
     /// MPTCP parameters (used by `protocol = "mptcp"` flows).
     #[serde(default)]
     pub mptcp: MptcpSpec,
+    /// UDP parameters (used by `protocol = "udp"` flows).
+    #[serde(default)]
+    pub udp: UdpSpec,
+}
+
+/// `[transport.udp]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSpec {
+    /// Sending rate of every UDP flow (default: its host's link rate).
+    pub rate: Option<Rate>,
 }
 
 /// `[transport.ndp]`.
@@ -262,6 +276,9 @@ impl TransportSpec {
                 ndp.pull_rate
             ));
         }
+        if self.udp.rate.is_some_and(|r| r.0 == 0) {
+            return Err("udp.rate: must be positive".into());
+        }
         if self.mptcp.nic_limit == 0 {
             return Err("mptcp.nic_limit: must be at least 1 packet".into());
         }
@@ -291,7 +308,7 @@ impl TransportSpec {
     /// protocol (a workload's `protocol` override).
     pub fn tcp_config(&self, protocol: Protocol) -> TcpConfig {
         let cc = match protocol {
-            Protocol::Newreno | Protocol::Ndp | Protocol::Eqds => CcKind::NewReno,
+            Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp => CcKind::NewReno,
             Protocol::Cubic => CcKind::Cubic,
             Protocol::Dctcp => CcKind::Dctcp,
             Protocol::Mptcp => match self.mptcp.coupling {

@@ -20,6 +20,7 @@ use crate::transport::eqds_app::{EqdsAppReceiver, EqdsAppSender};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::transport::udp::{UdpConfig, UdpReceiver, UdpSender};
 use crate::transport::{Ctx, Endpoint};
 use crate::units::Time;
 use crate::workload::{ClosedLoop, GenCtx};
@@ -65,7 +66,8 @@ pub struct Simulation {
     endpoints: Vec<Option<Box<dyn Endpoint>>>,
     /// TCP parameters per protocol (indexed by `Protocol as usize`; MPTCP's entry
     /// is its subflows').
-    tcp: [TcpConfig; 6],
+    tcp: [TcpConfig; 7],
+    udp_rate: u64,
     ndp: NdpConfig,
     mptcp_subflows: u32,
     mptcp_nic_limit: u32,
@@ -173,6 +175,7 @@ impl Simulation {
             Protocol::Ndp,
             Protocol::Mptcp,
             Protocol::Eqds,
+            Protocol::Udp,
         ]
         .map(|p| t.tcp_config(p));
         if sc.eqds.enabled {
@@ -212,6 +215,7 @@ impl Simulation {
             world,
             endpoints: Vec::new(),
             tcp,
+            udp_rate: t.udp.rate.map_or(0, |r| r.0),
             ndp,
             mptcp_subflows: t.mptcp.subflows,
             mptcp_nic_limit: t.mptcp.nic_limit,
@@ -420,6 +424,20 @@ impl Simulation {
                     self.ndp, flow, spec.dst, r, spec.src, s, spec.size,
                 )),
             ),
+            Protocol::Udp => {
+                let udp = UdpConfig {
+                    mss: cfg.mss,
+                    header: cfg.header,
+                    rate_bps: self.udp_rate,
+                    class: cfg.class,
+                };
+                (
+                    Box::new(UdpSender::new(
+                        udp, flow, spec.src, spec.dst, s, r, spec.size,
+                    )),
+                    Box::new(UdpReceiver::new(flow, spec.size)),
+                )
+            }
             Protocol::Eqds => (
                 Box::new(EqdsAppSender::new(
                     flow, spec.src, spec.dst, s, r, spec.size, cfg.class,

@@ -9,6 +9,7 @@ pub mod eqds_app;
 pub mod mptcp;
 pub mod ndp;
 pub mod tcp;
+pub mod udp;
 
 use crate::flow::FlowRecord;
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
