@@ -330,6 +330,8 @@ struct Tunnel<P> {
     in_flight: VecDeque<Sent<P>>,
     /// Charged bytes in `in_flight`.
     in_flight_bytes: u64,
+    /// `in_flight_bytes` as last added to the sender's total.
+    counted_in_flight: u64,
     /// Unspent credit in bytes (item 12).
     credit: i64,
     /// Highest pull number seen, in serial order (item 13).
@@ -371,6 +373,7 @@ impl<P> Tunnel<P> {
             retransmit_bytes: 0,
             in_flight: VecDeque::new(),
             in_flight_bytes: 0,
+            counted_in_flight: 0,
             credit: 0,
             highest_pull: 0,
             last_target: 0,
@@ -569,6 +572,10 @@ pub struct Sender<P> {
     ignored_control: u64,
     /// RST packets received (handled by the tunnel state machines, not here).
     rst_received: u64,
+    /// Charged bytes sent and not yet ACKed, NACKed or timed out, over all tunnels.
+    in_flight_total: u64,
+    /// The most `in_flight_total` has been.
+    in_flight_peak: u64,
 }
 
 impl<P: Clone> Sender<P> {
@@ -598,6 +605,8 @@ impl<P: Clone> Sender<P> {
             rng,
             ignored_control: 0,
             rst_received: 0,
+            in_flight_total: 0,
+            in_flight_peak: 0,
         }
     }
 
@@ -636,7 +645,9 @@ impl<P: Clone> Sender<P> {
         // Keep the ready-list membership bit: the index may still be on the list.
         fresh.ready = t.ready;
         fresh.pull_unsynced = true;
+        fresh.counted_in_flight = t.counted_in_flight;
         let old = std::mem::replace(t, fresh);
+        self.settle(idx);
         old.in_flight
             .into_iter()
             .chain(old.retransmit)
@@ -869,6 +880,7 @@ impl<P: Clone> Sender<P> {
                 self.ready.push_back(idx);
             }
             if tx.is_some() {
+                self.settle(idx);
                 return tx;
             }
         }
@@ -942,8 +954,30 @@ impl<P: Clone> Sender<P> {
         self.rst_received
     }
 
+    /// Charged bytes sent and not yet ACKed, NACKed or timed out, over every tunnel:
+    /// the sender's share of the memory EQDS holds (the paper's claim is that it
+    /// stays near one BDP whatever the number of destinations).
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.in_flight_total
+    }
+
+    /// The most [`Sender::in_flight_bytes`] has been.
+    pub fn peak_in_flight_bytes(&self) -> u64 {
+        self.in_flight_peak
+    }
+
+    /// Brings the all-tunnel in-flight total up to date with tunnel `idx`. Every
+    /// path that changes a tunnel's in-flight bytes ends in `schedule` or calls this.
+    fn settle(&mut self, idx: usize) {
+        let t = &mut self.tunnels[idx];
+        self.in_flight_total = self.in_flight_total - t.counted_in_flight + t.in_flight_bytes;
+        t.counted_in_flight = t.in_flight_bytes;
+        self.in_flight_peak = self.in_flight_peak.max(self.in_flight_total);
+    }
+
     /// Puts a tunnel on the ready list if it can send and is not there yet.
     fn schedule(&mut self, idx: usize) {
+        self.settle(idx);
         let t = &mut self.tunnels[idx];
         if !t.ready && t.wants_service() {
             t.ready = true;

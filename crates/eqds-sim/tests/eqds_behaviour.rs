@@ -237,3 +237,44 @@ fn eqds_holds_a_line_rate_udp_sender_to_its_share() {
     assert!(jain_index(&rates) >= 0.99, "with EQDS: {over:?}");
     assert!(rates.iter().all(|&r| r > 0.17), "with EQDS: {over:?}");
 }
+
+#[test]
+fn a_senders_in_flight_data_stays_near_one_bdp_whatever_its_destinations() {
+    // Host 0 sends 2 MB to each of N hosts of a k=8 fat tree at 100 Gbps. Every
+    // tunnel may hold a window, but the NIC takes packets only as fast as it sends
+    // them, so what is in flight (sent, not yet ACKed) is about one BDP of the
+    // host's link plus the NIC queue, not N windows (the paper's memory claim).
+    let mut peaks = Vec::new();
+    for n in [1u32, 8, 32, 100] {
+        let flows: Vec<String> = (1..=n)
+            .map(|d| format!("{{ src = 0, dst = {}, size = \"2MB\" }}", d + 3))
+            .collect();
+        let text = native_incast(8, 1, "1KB").replace(
+            "kind = \"incast\"\n        receiver = 0\n        senders = 1\n        size = \"1KB\"",
+            &format!("kind = \"flows\"\n        flows = [{}]", flows.join(", ")),
+        );
+        assert!(text.contains("kind = \"flows\""));
+        let (flows, _, sim) = common::run(&text);
+        assert!(flows.iter().all(|f| f.delivered == 2_000_000));
+        let eqds = sim.eqds_summary().unwrap();
+        let peak = eqds["peak_in_flight_bytes_per_host"].as_u64().unwrap();
+        peaks.push((n, peak));
+    }
+    let net_bdp = {
+        let (flows, _, sim) = common::run(&native_incast(8, 1, "1KB"));
+        drop(flows);
+        let rtt = sim.network().max_base_rtt(4150, 64) as f64;
+        (rtt * 100e9 / SEC as f64 / 8.0) as u64
+    };
+    eprintln!("BDP {net_bdp} B; peak in flight by destinations: {peaks:?}");
+    let window = 50 * 4150;
+    for &(n, peak) in &peaks {
+        // One window (a tunnel's NDP burst) or two BDPs, whichever is more, plus
+        // the NIC queue: never N windows.
+        let bound = window.max(2 * net_bdp) + 2 * 4150;
+        assert!(
+            peak <= bound,
+            "{n} destinations: {peak} B in flight > {bound}"
+        );
+    }
+}

@@ -715,3 +715,42 @@ fn resends_go_lowest_sequence_number_first() {
     let seqs: Vec<u32> = drain(&mut s, 4).iter().map(|t| t.header.seq).collect();
     assert_eq!(seqs, [1, 2, 3]);
 }
+
+#[test]
+fn in_flight_total_follows_every_tunnel() {
+    let mut s = Sender::new(config(Mode::Ndp));
+    let sum = |s: &Sender<u32>| -> u64 {
+        [1, 2]
+            .iter()
+            .filter_map(|&d| s.tunnel(d))
+            .map(|t| t.in_flight_bytes)
+            .sum()
+    };
+    for dst in [1, 2] {
+        for i in 0..3 {
+            s.enqueue(0, dst, FULL, 10 * dst + i).unwrap();
+        }
+    }
+    drain(&mut s, 0);
+    assert_eq!(s.in_flight_bytes(), u64::from(6 * MTU));
+    assert_eq!(s.in_flight_bytes(), sum(&s));
+    // An ACK, a NACK, an RTO and a dropped tunnel each take their packets out.
+    let seq_of = |s: &mut Sender<u32>, dst| {
+        s.enqueue(1, dst, FULL, 99).unwrap();
+        let tx = drain(s, 1);
+        tx.last().map(|t| t.header.seq).unwrap()
+    };
+    let seq = seq_of(&mut s, 1);
+    assert_eq!(s.in_flight_bytes(), u64::from(7 * MTU));
+    let mut ack = control(ControlKind::Ack, seq, 0, 0);
+    ack.sender_id = 7;
+    s.handle_control(2, 1, &ack);
+    assert_eq!(s.in_flight_bytes(), u64::from(6 * MTU));
+    assert_eq!(s.in_flight_bytes(), sum(&s));
+    s.drop_tunnel(2);
+    assert_eq!(s.in_flight_bytes(), u64::from(3 * MTU));
+    s.handle_timeout(10 * RTO);
+    assert_eq!(s.in_flight_bytes(), 0);
+    assert_eq!(s.in_flight_bytes(), sum(&s));
+    assert_eq!(s.peak_in_flight_bytes(), u64::from(7 * MTU));
+}

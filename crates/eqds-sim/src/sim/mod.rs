@@ -247,6 +247,7 @@ impl Simulation {
         Some(serde_json::json!({
             "packets": eqds.counters,
             "tunnels": eqds.tunnel_totals(),
+            "peak_in_flight_bytes_per_host": eqds.hosts.iter().map(|h| h.tx.peak_in_flight_bytes()).max(),
         }))
     }
 
