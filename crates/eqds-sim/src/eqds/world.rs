@@ -86,6 +86,29 @@ impl World {
         accepted
     }
 
+    /// Whether a transport on `host` should hold new data for `dst` rather than
+    /// write it: the destination's send queue is three-quarters full (the EQIF's
+    /// backpressure, as Linux's TCP small queues hold a socket whose packets wait in
+    /// the qdisc). If so, endpoint `ep` is woken through its timer once the queue
+    /// has drained to half. Always false when EQDS does not tunnel transports.
+    pub fn eqds_hold(&mut self, host: HostId, dst: HostId, ep: EndpointId) -> bool {
+        let Some(eqds) = self.eqds.as_mut().filter(|e| e.settings.tunnel_all) else {
+            return false;
+        };
+        if !eqds.settings.backpressure {
+            return false;
+        }
+        let limit = (eqds.settings.send_queue as usize * 3).div_ceil(4);
+        let h = &mut eqds.hosts[host as usize];
+        if h.tx.send_queue_len(dst) < limit {
+            return false;
+        }
+        if !h.blocked.contains(&(dst, ep)) {
+            h.blocked.push((dst, ep));
+        }
+        true
+    }
+
     /// An EQDS packet reached `host`.
     pub fn eqds_arrive(&mut self, now: Time, host: HostId, id: PacketId) {
         let mut eqds = self.take_eqds();

@@ -44,6 +44,11 @@ pub struct EqdsSpec {
     /// buffer (default 100, the paper's).
     #[serde(default = "default_send_queue")]
     pub send_queue: u32,
+    /// Hold a transport's new data while its destination's send queue is three
+    /// quarters full, and wake it at half (the EQIF's backpressure, as Linux's TCP
+    /// small queues; default true). False: TCP writes until the queue drops.
+    #[serde(default = "yes")]
+    pub backpressure: bool,
     /// ECN-capable packets are marked CE when they join a send queue already
     /// holding this many packets (the TCP-compatible EQIF's ECN, a step RED;
     /// default a quarter of `send_queue`). Traffic without ECN sees only drops.
@@ -89,6 +94,9 @@ pub struct EqdsSpec {
 
 fn default_send_queue() -> u32 {
     100
+}
+fn yes() -> bool {
+    true
 }
 fn default_ack_coalesce() -> u32 {
     4

@@ -77,6 +77,24 @@ impl Ctx<'_> {
             .eqds_write(self.now, pkt, crate::eqds::Writer::Native(me))
     }
 
+    /// Whether to hold new data for `dst` because EQDS pushes back (its send queue
+    /// towards `dst` is nearly full); this endpoint's timer then fires when there is
+    /// room. Always false without `[eqds] enabled`.
+    #[inline]
+    pub fn eqds_hold(&mut self, src: HostId, dst: HostId) -> bool {
+        let me = self.me;
+        self.world.eqds.is_some() && self.world.eqds_hold(src, dst, me)
+    }
+
+    /// EQDS tunnels every transport (`[eqds] enabled`), so writes may be held back.
+    #[inline]
+    pub fn eqds_tunnels_transports(&self) -> bool {
+        self.world
+            .eqds
+            .as_ref()
+            .is_some_and(|e| e.settings.tunnel_all)
+    }
+
     /// Largest inner packet EQDS accepts (0 if the scenario does not use EQDS).
     pub fn eqds_max_inner(&self) -> u32 {
         self.world

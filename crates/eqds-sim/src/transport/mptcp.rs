@@ -138,9 +138,13 @@ impl Endpoint for MptcpSender {
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx) {
+        let woken_by_eqds = ctx.eqds_tunnels_transports();
         for s in &mut self.subflows {
             if s.rto_deadline().is_some_and(|at| at <= ctx.now) {
                 s.on_timer(ctx);
+            } else if woken_by_eqds {
+                // EQDS may have held data a subflow was given; send it now.
+                s.extend(ctx, 0);
             }
         }
         self.schedule(ctx);

@@ -180,6 +180,10 @@ impl TcpSender {
     fn push(&mut self, ctx: &mut Ctx) {
         let wnd = self.window();
         while self.snd_nxt < self.size && self.snd_nxt - self.snd_una < wnd {
+            if ctx.eqds_hold(self.src, self.dst) {
+                // EQDS pushes back; the timer wakes us when there is room.
+                return;
+            }
             let seq = self.snd_nxt;
             self.send_segment(ctx, seq);
             self.snd_nxt = (seq + self.mss()).min(self.size);
@@ -301,9 +305,15 @@ impl Endpoint for TcpSender {
 
     fn on_timer(&mut self, ctx: &mut Ctx) {
         match self.rto_deadline {
-            Some(at) if at <= ctx.now && self.snd_una < self.size => self.on_timeout(ctx),
+            Some(at) if at <= ctx.now && self.snd_una < self.size => {
+                self.on_timeout(ctx);
+                return;
+            }
             Some(at) if at > ctx.now => ctx.set_timer(at),
             _ => {}
         }
+        // Early: EQDS woke us after pushing back (the timer is shared); send what
+        // the window allows. Without EQDS this finds nothing to do.
+        self.push(ctx);
     }
 }
