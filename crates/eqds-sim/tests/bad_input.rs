@@ -106,6 +106,16 @@ fn each_mistake_is_named() {
             "mtu = 1500\nudp = { rate = \"0Gbps\" }",
             "udp.rate",
         ),
+        (
+            "kind = \"permutation\"",
+            "kind = \"closed_loop\"\nclient_hosts = [1, 2]\nserver_hosts = [3, 2]",
+            "download from itself",
+        ),
+        (
+            "kind = \"permutation\"",
+            "kind = \"closed_loop\"\nclient_hosts = [99]",
+            "client_hosts",
+        ),
         ("[stop]", "[eqds]\nwindow = 0\n[stop]", "eqds.window"),
         ("[stop]", "[eqds]\nwindow = 5000\n[stop]", "eqds.window"),
         ("[stop]", "[eqds]\nmode = \"tcp\"\n[stop]", "`eqds.mode`"),

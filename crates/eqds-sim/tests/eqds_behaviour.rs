@@ -278,3 +278,38 @@ fn a_senders_in_flight_data_stays_near_one_bdp_whatever_its_destinations() {
         );
     }
 }
+
+#[test]
+fn bound_closed_loop_clients_download_only_from_their_servers() {
+    let text = r#"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 4
+        link = { rate = "25Gbps", latency = "1us" }
+        [transport]
+        min_rto = "1ms"
+        [workload]
+        kind = "closed_loop"
+        size = "100KB"
+        client_hosts = [4, 5, 6]
+        server_hosts = [0, 1]
+        [stop]
+        time = "2ms"
+    "#;
+    let (flows, _, _) = common::run(text);
+    assert!(
+        flows.len() > 6,
+        "the loop keeps going: {} flows",
+        flows.len()
+    );
+    for f in &flows {
+        let expected = match f.spec.dst {
+            4 | 6 => 0,
+            5 => 1,
+            other => panic!("host {other} is not a client"),
+        };
+        assert_eq!(f.spec.src, expected, "client {} server", f.spec.dst);
+    }
+}

@@ -1,5 +1,6 @@
 //! The closed loop: every completion of a client's download starts its next one,
-//! from a fresh random server, after the think time.
+//! after the think time, from a fresh random server or from the client's own server
+//! when clients are bound to servers.
 
 use crate::engine::SimRng;
 use crate::flow::{FlowRecord, FlowSpec};
@@ -13,6 +14,8 @@ pub struct ClosedLoop {
     size: u64,
     think_time: Time,
     protocol: Protocol,
+    /// `server_of[client]`: the server a bound client always downloads from.
+    server_of: Vec<Option<HostId>>,
 }
 
 impl ClosedLoop {
@@ -22,15 +25,32 @@ impl ClosedLoop {
             size,
             think_time,
             protocol,
+            server_of: Vec::new(),
         }
     }
 
-    /// A download by `client` from a random other host, starting at `start`.
-    pub fn request(&self, rng: &mut SimRng, client: HostId, start: Time) -> FlowSpec {
-        let mut server = rng.random_range(0..self.n_hosts - 1);
-        if server >= client {
-            server += 1;
+    /// Binds `client` to `server`: all its downloads come from there.
+    pub fn bind(&mut self, client: HostId, server: HostId) {
+        let i = client as usize;
+        if self.server_of.len() <= i {
+            self.server_of.resize(i + 1, None);
         }
+        self.server_of[i] = Some(server);
+    }
+
+    /// A download by `client` from its bound server or a random other host,
+    /// starting at `start`.
+    pub fn request(&self, rng: &mut SimRng, client: HostId, start: Time) -> FlowSpec {
+        let server = match self.server_of.get(client as usize).copied().flatten() {
+            Some(s) => s,
+            None => {
+                let mut server = rng.random_range(0..self.n_hosts - 1);
+                if server >= client {
+                    server += 1;
+                }
+                server
+            }
+        };
         FlowSpec {
             src: server,
             dst: client,

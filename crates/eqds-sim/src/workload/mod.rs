@@ -74,6 +74,11 @@ pub enum WorkloadSpec {
         size: Bytes,
         /// Hosts that download (the first `clients`; all by default).
         clients: Option<u32>,
+        /// The hosts that download, instead of the first `clients`.
+        client_hosts: Option<Vec<u32>>,
+        /// Bind the clients to these servers, client k to `server_hosts[k % len]`
+        /// (default: each download from a random other host).
+        server_hosts: Option<Vec<u32>>,
         #[serde(default = "one")]
         concurrency: u32,
         /// Pause between a completion and the next request.
@@ -249,6 +254,8 @@ impl WorkloadSpec {
             WorkloadSpec::ClosedLoop {
                 size,
                 clients,
+                client_hosts,
+                server_hosts,
                 concurrency,
                 ..
             } => {
@@ -256,6 +263,30 @@ impl WorkloadSpec {
                 if let Some(c) = clients {
                     if *c == 0 || *c > n_hosts {
                         return Err(format!("clients: must be from 1 to {n_hosts}, got {c}"));
+                    }
+                }
+                if clients.is_some() && client_hosts.is_some() {
+                    return Err("clients: give `clients` or `client_hosts`, not both".into());
+                }
+                for (name, list) in [
+                    ("client_hosts", client_hosts),
+                    ("server_hosts", server_hosts),
+                ] {
+                    if let Some(list) = list {
+                        if list.is_empty() {
+                            return Err(format!("{name}: must not be empty"));
+                        }
+                        for &h in list {
+                            check_host(name, h, n_hosts)?;
+                        }
+                    }
+                }
+                if let (Some(c), Some(s)) = (client_hosts, server_hosts) {
+                    if let Some((k, h)) = c.iter().enumerate().find(|&(k, h)| s[k % s.len()] == *h)
+                    {
+                        return Err(format!(
+                            "server_hosts: client {h} (client_hosts[{k}]) would download from itself"
+                        ));
                     }
                 }
                 if *concurrency == 0 {
@@ -387,16 +418,26 @@ impl WorkloadSpec {
             WorkloadSpec::ClosedLoop {
                 size,
                 clients,
+                client_hosts,
+                server_hosts,
                 concurrency,
                 think_time,
                 start,
                 start_spread,
                 protocol,
             } => {
-                let driver = ClosedLoop::new(n, size.0, think_time.0, proto(protocol));
-                let m = clients.unwrap_or(n);
+                let mut driver = ClosedLoop::new(n, size.0, think_time.0, proto(protocol));
+                let hosts: Vec<u32> = match client_hosts {
+                    Some(list) => list.clone(),
+                    None => (0..clients.unwrap_or(n)).collect(),
+                };
+                if let Some(servers) = server_hosts {
+                    for (k, &c) in hosts.iter().enumerate() {
+                        driver.bind(c, servers[k % servers.len()]);
+                    }
+                }
                 let mut flows = Vec::new();
-                for c in 0..m {
+                for &c in &hosts {
                     for _ in 0..*concurrency {
                         let at = draw_start(*start, *start_spread, ctx.rng);
                         flows.push(driver.request(ctx.rng, c, at));
