@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -114,7 +115,10 @@ def _toml_value(v: object) -> str:
 def _run_id(overrides: tuple[tuple[str, str], ...], seed: int) -> str:
     readable = "_".join(f"{k.split('.')[-1]}={v}" for k, v in overrides)[:80]
     digest = hashlib.sha1(repr((overrides, seed)).encode()).hexdigest()[:8]
-    return f"{readable}_seed={seed}_{digest}".replace("/", "-").replace(" ", "")
+    # Only characters no shell, glob or polars path expansion reads specially: a
+    # value like `[8, 9]` or `{ kind = 'x' }` must not turn a path into a pattern.
+    safe = re.sub(r"[^A-Za-z0-9._=+-]+", "-", readable).strip("-")
+    return f"{safe}_seed={seed}_{digest}"
 
 
 def simulator(root: Path | None = None) -> Path:

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""EQDS paper, Figures 20 and 21: 1 MB closed-loop downloads across an oversubscribed core.
+
+Runs scenario.toml (TCP Cubic, fair-queueing switches) and TCP over EQDS in NDP mode
+(trimming, spraying) and RTS mode (no trimming, control prioritised) with 1, 2, 4 and
+8 clients (core 50% to 400% loaded), plots median and p99 FCT against the number of
+clients, and writes result.json (paper: at light load EQDS's median is slightly lower
+and its p99 2-5x lower; overloaded, trimming EQDS is about the baseline and RTS a
+little slower).
+
+Usage: python3 experiments/oversubscribed/run.py [--results DIR] [--ray ADDR]
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
+
+HERE = Path(__file__).resolve().parent
+CLIENTS = {
+    1: "[8]",
+    2: "[8, 9]",
+    4: "[8, 9, 10, 11]",
+    8: "[8, 9, 10, 11, 12, 13, 14, 15]",
+}
+SPRAY = {"switch.load_balancing": "spray", "eqds.enabled": "true"}
+CONFIGS = {
+    "TCP (fair queueing)": {},
+    "TCP over EQDS, NDP mode": SPRAY
+    | {"switch.queue": "{ kind = 'trimming', data_packets = 15 }"},
+    "TCP over EQDS, RTS mode": SPRAY
+    | {
+        "eqds.mode": "rts",
+        "transport.class": "1",
+        "switch.queue": "{ kind = 'strict_priority', classes = ["
+        "{ kind = 'drop_tail', limit_packets = 200 }, "
+        "{ kind = 'drop_tail', limit_packets = 200 }] }",
+    },
+}
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--results", type=Path, default=HERE, help="where result.json and plots go"
+    )
+    ap.add_argument(
+        "--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)"
+    )
+    args = ap.parse_args()
+
+    fct: dict[str, dict[int, tuple[float, float]]] = {}
+    for i, (label, overrides) in enumerate(CONFIGS.items()):
+        fct[label] = {}
+        for n, hosts in CLIENTS.items():
+            sweep = Sweep(
+                scenario=HERE / "scenario.toml",
+                seeds=[1, 2],
+                out=args.results / "runs" / f"config{i}-clients{n}",
+                grid={},
+                fixed=dict(overrides) | {"workload.client_hosts": hosts},
+            )
+            if any(
+                o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)
+            ):
+                return 1
+            us = [x / 1e6 for x in load_flows(sweep).drop_nulls("fct_ps")["fct_ps"]]
+            fct[label][n] = (pct(us, 0.5), pct(us, 0.99))
+            print(
+                f"{label}, {n} clients: median {fct[label][n][0]:.0f} us, p99 {fct[label][n][1]:.0f} us"
+            )
+
+    args.results.mkdir(parents=True, exist_ok=True)
+    plot(fct, args.results / "oversubscribed.png")
+    tcp, ndp = fct["TCP (fair queueing)"], fct["TCP over EQDS, NDP mode"]
+    passed = write_result(
+        args.results,
+        experiment="oversubscribed",
+        figure="EQDS NSDI'22, Figures 20 and 21",
+        setup="2 ToRs x 8 hosts, 2 spines, every link 25 Gbps (50 Gbps core), 1 us links, "
+        "1500 B MTU, Cubic with 1 ms min RTO; clients (hosts 8-15) bound round robin to "
+        "servers 0-2 downloading 1 MB objects back to back, 1/2/4/8 clients, 50 ms, seeds "
+        "1-2. TCP: fair-queueing switches (200 packets). EQDS NDP mode: 15-packet trimming "
+        "queues, spraying; RTS mode: drop-tail with control prioritised",
+        quantities=[
+            Quantity(
+                "1 client: p99 FCT, TCP / TCP over EQDS (NDP mode)",
+                3.5,
+                round(tcp[1][1] / ndp[1][1], 3),
+                1.5,
+            ),
+            Quantity(
+                "8 clients: median FCT, TCP / TCP over EQDS (NDP mode)",
+                1.0,
+                round(tcp[8][0] / ndp[8][0], 3),
+                0.3,
+            ),
+        ],
+        also_measured={
+            label: {
+                str(n): {"median_us": round(m), "p99_us": round(p)}
+                for n, (m, p) in by_n.items()
+            }
+            for label, by_n in fct.items()
+        },
+        plot="oversubscribed.png",
+        data="oversubscribed.csv",
+        notes=[
+            (
+                "Paper: 'p99 2-5x lower' at light load (we take 3.5 +- 1.5) and trimming EQDS "
+                "about the baseline when overloaded. Our TCP has no SACK or tail-loss probe, "
+                "so slow-start losses end in 1 ms RTOs, which a Linux sender avoids; that "
+                "inflates our baseline's median at every load."
+            ),
+        ],
+    )
+    print("pass" if passed else "FAIL")
+    return 0 if passed else 1
+
+
+def plot(fct: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+    rows = []
+    for label, by_n in fct.items():
+        ns = sorted(by_n)
+        for ax, k, name in zip(axes, [0, 1], ["median", "p99"]):
+            ax.plot(ns, [by_n[n][k] for n in ns], marker="o", label=label)
+            ax.set_title(f"{name} FCT of 1 MB downloads", fontsize=9)
+            ax.set_xlabel("clients (1 = core 50% busy, 8 = 400%)")
+            ax.set_ylabel("us")
+        rows += [(label, n, by_n[n][0], by_n[n][1]) for n in ns]
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=150)
+    with open(path.with_suffix(".csv"), "w") as f:
+        f.write("config,clients,median_us,p99_us\n")
+        f.writelines(f"{c},{n},{m},{p}\n" for c, n, m, p in rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
