@@ -10,11 +10,11 @@ almost perfectly (Jain index, min/max per-flow throughput).
 Usage: python3 experiments/fig14-incast/run.py [--quick] [--results DIR] [--ray ADDR]
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
+from eqds_lab.experiment import jain, parse_args
 from eqds_lab.plots import cdf
 
 HERE = Path(__file__).resolve().parent
@@ -42,20 +42,8 @@ CONFIGS = {
 QUICK = {"stop.time": "300ms", "stop.warmup": "100ms"}
 
 
-def jain(xs: list[float]) -> float:
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="0.3 s runs instead of 1 s")
-    ap.add_argument(
-        "--results", type=Path, default=HERE, help="where result.json and plots go"
-    )
-    ap.add_argument(
-        "--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)"
-    )
-    args = ap.parse_args()
+    args = parse_args(__doc__, HERE, quick="0.3 s runs instead of 1 s")
 
     rates: dict[str, list[float]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):

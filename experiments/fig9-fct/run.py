@@ -10,45 +10,25 @@ but still halves both).
 Usage: python3 experiments/fig9-fct/run.py [--quick] [--results DIR] [--ray ADDR]
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
+from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, parse_args
+from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import cdf
 
 HERE = Path(__file__).resolve().parent
-SPRAY = {"switch.load_balancing": "spray", "eqds.enabled": "true"}
 CONFIGS = {
     "TCP": {},
-    "TCP over EQDS, NDP mode": SPRAY
-    | {"switch.queue": "{ kind = 'trimming', data_packets = 15 }"},
-    "TCP over EQDS, RTS mode": SPRAY
-    | {
-        "eqds.mode": "rts",
-        "transport.class": "1",
-        "switch.queue": "{ kind = 'strict_priority', classes = ["
-        "{ kind = 'drop_tail', limit_packets = 200 }, "
-        "{ kind = 'drop_tail', limit_packets = 200 }] }",
-    },
+    "TCP over EQDS, NDP mode": EQDS_NDP,
+    "TCP over EQDS, RTS mode": EQDS_RTS,
 }
 QUICK = {"stop.time": "15ms"}
 
 
-def pct(xs: list[float], p: float) -> float:
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one seed, 15 ms")
-    ap.add_argument(
-        "--results", type=Path, default=HERE, help="where result.json and plots go"
-    )
-    ap.add_argument(
-        "--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)"
-    )
-    args = ap.parse_args()
+    args = parse_args(__doc__, HERE, quick="one seed, 15 ms")
 
     fcts: dict[str, list[float]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):

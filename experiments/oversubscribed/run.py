@@ -11,11 +11,12 @@ little slower).
 Usage: python3 experiments/oversubscribed/run.py [--results DIR] [--ray ADDR]
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
+from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, parse_args
+from eqds_lab.experiment import percentile as pct
 
 HERE = Path(__file__).resolve().parent
 CLIENTS = {
@@ -24,36 +25,15 @@ CLIENTS = {
     4: "[8, 9, 10, 11]",
     8: "[8, 9, 10, 11, 12, 13, 14, 15]",
 }
-SPRAY = {"switch.load_balancing": "spray", "eqds.enabled": "true"}
 CONFIGS = {
     "TCP (fair queueing)": {},
-    "TCP over EQDS, NDP mode": SPRAY
-    | {"switch.queue": "{ kind = 'trimming', data_packets = 15 }"},
-    "TCP over EQDS, RTS mode": SPRAY
-    | {
-        "eqds.mode": "rts",
-        "transport.class": "1",
-        "switch.queue": "{ kind = 'strict_priority', classes = ["
-        "{ kind = 'drop_tail', limit_packets = 200 }, "
-        "{ kind = 'drop_tail', limit_packets = 200 }] }",
-    },
+    "TCP over EQDS, NDP mode": EQDS_NDP,
+    "TCP over EQDS, RTS mode": EQDS_RTS,
 }
 
 
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--results", type=Path, default=HERE, help="where result.json and plots go"
-    )
-    ap.add_argument(
-        "--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)"
-    )
-    args = ap.parse_args()
+    args = parse_args(__doc__, HERE)
 
     fct: dict[str, dict[int, tuple[float, float]]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):

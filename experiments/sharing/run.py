@@ -13,11 +13,11 @@ starves TCP without EQDS, and that EQDS shares the receiver perfectly.
 Usage: python3 experiments/sharing/run.py [--results DIR] [--ray ADDR]
 """
 
-import argparse
 import sys
 from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
+from eqds_lab.experiment import jain, parse_args
 
 HERE = Path(__file__).resolve().parent
 RATE = 25e9
@@ -33,19 +33,8 @@ RUNS = {
 }
 
 
-def jain(xs: list[float]) -> float:
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--results", type=Path, default=HERE, help="where result.json and plots go"
-    )
-    ap.add_argument(
-        "--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)"
-    )
-    args = ap.parse_args()
+    args = parse_args(__doc__, HERE)
 
     shares: dict[tuple[str, bool], list[tuple[str, float]]] = {}
     for (setup, eqds), (scenario, overrides) in RUNS.items():

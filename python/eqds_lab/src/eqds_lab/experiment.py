@@ -1,0 +1,52 @@
+"""What the experiment runners in experiments/ share: their command line, the
+statistics they report and the overrides that put a scenario's TCP over EQDS."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+#: TCP over EQDS in NDP mode: every host tunnels through EQDS, switches trim
+#: (15-packet data queues) and spray.
+EQDS_NDP = {
+    "eqds.enabled": "true",
+    "switch.load_balancing": "spray",
+    "switch.queue": "{ kind = 'trimming', data_packets = 15 }",
+}
+
+#: TCP over EQDS in RTS mode on switches that do not trim: 200-packet drop-tail
+#: queues, with EQDS control (class 0) served ahead of data (the transport's class
+#: 1), as spec Q19 asks of a network with priority classes.
+EQDS_RTS = {
+    "eqds.enabled": "true",
+    "eqds.mode": "rts",
+    "switch.load_balancing": "spray",
+    "transport.class": "1",
+    "switch.queue": "{ kind = 'strict_priority', classes = ["
+    "{ kind = 'drop_tail', limit_packets = 200 }, "
+    "{ kind = 'drop_tail', limit_packets = 200 }] }",
+}
+
+
+def parse_args(doc: str, here: Path, quick: str | None = None) -> argparse.Namespace:
+    """The runners' common options: --results, --ray, and --quick if `quick` says
+    what it does."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if quick is not None:
+        ap.add_argument("--quick", action="store_true", help=quick)
+    ap.add_argument("--results", type=Path, default=here, help="where result.json and plots go")
+    ap.add_argument("--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)")
+    return ap.parse_args()
+
+
+def jain(xs: Sequence[float]) -> float:
+    """Jain's fairness index: 1 when all are equal, 1/n when one takes everything."""
+    squares = sum(x * x for x in xs)
+    return sum(xs) ** 2 / (len(xs) * squares) if squares else 0.0
+
+
+def percentile(xs: Sequence[float], p: float) -> float:
+    """The value below which a fraction `p` of `xs` lies (nearest rank)."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p * len(s)))]
