@@ -5,9 +5,11 @@
 //! pull targets of its DATA packets, trimmed headers and RTSs, keeps the senders with
 //! demand in the **active sender list** (ASL), and grants one MTU of credit (one PULL)
 //! per MTU-time at the link rate to the sender at the head of the list (item 17).
-//! Every data packet is answered at once with an ACK, or a NACK when trimmed (item
-//! 22-23); delivery and reordering are the reorder queue's business, not this
-//! module's. [`Receiver::handle_data`] does both halves at once; the joined receiving
+//! Every data packet is answered with an ACK, or a NACK when trimmed (item 22-23):
+//! at once by default, or, with `ack_coalesce` above 1, in-order packets by one
+//! cumulative ACK that may ride the next PULL (Q9's deferred ACKs,
+//! [`Receiver::defer_ack`]). Delivery and reordering are the reorder queue's
+//! business, not this module's. [`Receiver::handle_data`] does both halves at once; the joined receiving
 //! EQIF (`eqif.rs`) calls them apart, [`Receiver::account`] then
 //! [`Receiver::queue_control`], because the tunnel state machine decides whether a
 //! packet is answered and whether the answer carries SYN.
