@@ -21,7 +21,7 @@ use super::encap::{self, NO_FLOW};
 use super::EqdsLayer;
 use crate::engine::Event;
 use crate::ids::{EndpointId, HostId, PacketId};
-use crate::net::packet::{flags, Packet};
+use crate::net::packet::{flags, Packet, PacketKind};
 use crate::sim::World;
 use crate::units::Time;
 use eqds_proto::sender::EnqueueError;
@@ -117,7 +117,7 @@ impl World {
         let trimmed = pkt.has(flags::TRIMMED);
         // What followed the header on the wire: the inner packet, unless trimmed.
         let payload_len = match pkt.kind {
-            crate::net::packet::PacketKind::Data if !trimmed => pkt.size.saturating_sub(overhead),
+            PacketKind::Data if !trimmed => pkt.size.saturating_sub(overhead),
             _ => 0,
         };
         if trimmed {
