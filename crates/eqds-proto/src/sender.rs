@@ -124,6 +124,11 @@ pub struct SenderConfig {
     /// Send-queue capacity per tunnel, in packets. Default 100, the paper's default
     /// TX buffering per destination (§6, item 52).
     pub send_queue_packets: usize,
+    /// Send-queue capacity per tunnel in charged bytes, on top of the packet limit.
+    /// Default unlimited. A byte limit lets a burst of small packets (the TCP ACKs
+    /// a receiver sends when its reorder queue releases a run of segments) through
+    /// where a packet count sized for full packets would drop them.
+    pub send_queue_bytes: u64,
     /// Retransmit timeout per in-flight packet. Default 1 ms: the upper end of Q10's
     /// simulator range; trims make it a safety net, not the main loss signal.
     pub rto: Time,
@@ -150,6 +155,7 @@ impl Default for SenderConfig {
             overhead: 44,
             window: 50 * 1500,
             send_queue_packets: 100,
+            send_queue_bytes: u64::MAX,
             rto: PS_PER_MS,
             credit_loss_timeout: PS_PER_MS,
             paths: 64,
@@ -688,7 +694,9 @@ impl<P: Clone> Sender<P> {
         let idx = self.index[&dst];
         let cfg = &self.config;
         let t = &mut self.tunnels[idx];
-        if t.send_queue.len() >= cfg.send_queue_packets {
+        if t.send_queue.len() >= cfg.send_queue_packets
+            || t.send_bytes + u64::from(charged) > cfg.send_queue_bytes
+        {
             return Err(EnqueueError::Backpressure(payload));
         }
         if matches!(t.fsm.state(), TxState::Closed { .. }) {
@@ -848,6 +856,14 @@ impl<P: Clone> Sender<P> {
             t.quiet_since = now;
         }
         self.schedule(idx);
+    }
+
+    /// Charged bytes waiting in the send queue of the tunnel to `dst` (0 if there is
+    /// no tunnel).
+    pub fn send_queue_bytes(&self, dst: PeerId) -> u64 {
+        self.index
+            .get(&dst)
+            .map_or(0, |&i| self.tunnels[i].send_bytes)
     }
 
     /// Packets waiting in the send queue of the tunnel to `dst` (0 if there is no

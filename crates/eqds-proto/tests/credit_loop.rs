@@ -150,6 +150,7 @@ impl World {
                     overhead: OVERHEAD,
                     window: W,
                     send_queue_packets: 100,
+                    send_queue_bytes: u64::MAX,
                     rto: RTO,
                     credit_loss_timeout: RTO,
                     paths: 4,

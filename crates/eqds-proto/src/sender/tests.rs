@@ -19,6 +19,7 @@ fn config(mode: Mode) -> SenderConfig {
         overhead: OVERHEAD,
         window: W,
         send_queue_packets: 16,
+        send_queue_bytes: u64::MAX,
         rto: RTO,
         credit_loss_timeout: 2 * RTO,
         paths: 8,
@@ -525,6 +526,7 @@ fn restarted_epoch_starts_after_every_sequence_number_used() {
     let mut s = Sender::new(SenderConfig {
         window: 2000 * MTU,
         send_queue_packets: 2000,
+        send_queue_bytes: u64::MAX,
         ..config(Mode::Ndp)
     });
     s.open_tunnel(1, 0);
@@ -543,6 +545,7 @@ fn syn_sent_tunnel_stops_at_the_end_of_the_epoch_block() {
     let mut s = Sender::new(SenderConfig {
         window: 2000 * MTU,
         send_queue_packets: 2000,
+        send_queue_bytes: u64::MAX,
         ..config(Mode::Rts)
     });
     let isn = isn_for_epoch(3);
@@ -609,6 +612,7 @@ fn renumbering_keeps_the_initial_window_inside_the_block() {
     let mut s = Sender::new(SenderConfig {
         window: 2000 * MTU,
         send_queue_packets: 2000,
+        send_queue_bytes: u64::MAX,
         ..config(Mode::Ndp)
     });
     s.open_tunnel(1, 0);
@@ -753,4 +757,28 @@ fn in_flight_total_follows_every_tunnel() {
     assert_eq!(s.in_flight_bytes(), 0);
     assert_eq!(s.in_flight_bytes(), sum(&s));
     assert_eq!(s.peak_in_flight_bytes(), u64::from(7 * MTU));
+}
+
+#[test]
+fn a_byte_limit_admits_many_small_packets_and_few_large_ones() {
+    let mut s = Sender::new(SenderConfig {
+        send_queue_packets: usize::MAX,
+        send_queue_bytes: u64::from(4 * MTU),
+        ..config(Mode::Rts)
+    });
+    // RTS mode: nothing leaves before credit, so the queue only fills.
+    for i in 0..4 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    assert!(matches!(
+        s.enqueue(0, 1, FULL, 9),
+        Err(EnqueueError::Backpressure(9))
+    ));
+    assert_eq!(s.send_queue_bytes(1), u64::from(4 * MTU));
+    // 100-byte charged packets (no inner bytes): forty fit in the same space.
+    for i in 0..40 {
+        s.enqueue(0, 2, 0, i).unwrap();
+    }
+    assert!(s.enqueue(0, 2, 0, 99).is_err());
+    assert_eq!(s.send_queue_len(2), 40);
 }

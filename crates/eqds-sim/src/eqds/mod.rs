@@ -106,6 +106,13 @@ impl EqdsSettings {
             .min(self.reorder_timeout)
     }
 
+    /// The send-queue limit per destination in charged bytes: `send_queue` full
+    /// packets. Counting bytes lets the burst of small TCP ACKs that a reorder
+    /// queue's release triggers fit where a packet count would drop them.
+    pub fn send_queue_bytes(&self) -> u64 {
+        u64::from(self.send_queue) * u64::from(self.mtu)
+    }
+
     /// Largest inner packet a writer may hand to EQDS.
     pub fn max_inner(&self) -> u32 {
         self.mtu - self.overhead
@@ -185,7 +192,10 @@ impl EqdsLayer {
                     mtu: settings.mtu,
                     overhead: settings.overhead,
                     window,
-                    send_queue_packets: settings.send_queue as usize,
+                    // Counted in bytes, `send_queue` full packets' worth: see
+                    // `EqdsSettings::send_queue_bytes`.
+                    send_queue_packets: usize::MAX,
+                    send_queue_bytes: settings.send_queue_bytes(),
                     rto: settings.rto,
                     credit_loss_timeout: settings.credit_loss_timeout,
                     paths: settings.paths,

@@ -50,8 +50,8 @@ impl World {
         let mut eqds = self.take_eqds();
         let (host, dst, len) = (pkt.src, pkt.dst, pkt.size);
         if pkt.has(flags::ECT)
-            && eqds.hosts[host as usize].tx.send_queue_len(dst)
-                >= eqds.settings.ecn_threshold as usize
+            && eqds.hosts[host as usize].tx.send_queue_bytes(dst)
+                >= u64::from(eqds.settings.ecn_threshold) * u64::from(eqds.settings.mtu)
         {
             pkt.flags |= flags::CE;
             eqds.counters.ecn_marked += 1;
@@ -98,9 +98,9 @@ impl World {
         if !eqds.settings.backpressure {
             return false;
         }
-        let limit = (eqds.settings.send_queue as usize * 3).div_ceil(4);
+        let limit = eqds.settings.send_queue_bytes() / 4 * 3;
         let h = &mut eqds.hosts[host as usize];
-        if h.tx.send_queue_len(dst) < limit {
+        if h.tx.send_queue_bytes(dst) < limit {
             return false;
         }
         if !h.blocked.contains(&(dst, ep)) {
@@ -259,10 +259,10 @@ impl World {
             self.enqueue(now, port, id);
         }
         if !h.blocked.is_empty() {
-            let half = (eqds.settings.send_queue as usize).div_ceil(2);
+            let half = eqds.settings.send_queue_bytes() / 2;
             let (tx, timers, events) = (&h.tx, &mut self.timers, &mut self.events);
             h.blocked.retain(|&(dst, ep)| {
-                let room = tx.send_queue_len(dst) <= half;
+                let room = tx.send_queue_bytes(dst) <= half;
                 if room {
                     timers.set(ep, now, events);
                 }
