@@ -175,6 +175,11 @@ impl<P> ReceivingEqif<P> {
             .map_or(RxState::Closed, |t| t.fsm.state())
     }
 
+    /// Packets held in `src`'s reorder queue, waiting for the holes before them.
+    pub fn reorder_len(&self, src: PeerId) -> usize {
+        self.tunnels.get(&src).map_or(0, |t| t.queue.len())
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> EqifStats {
         self.stats

@@ -1,0 +1,505 @@
+//! The daemon's TOML configuration: parsing, defaults and validation.
+//!
+//! Every error names the key (`eqds.link_rate`, `peer[2].allowed_ips`, ...) and what is
+//! wrong with it, because an operator reads it on a host that will not start. The file
+//! format is documented with an example in `docs/eqdsd.md`.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+
+use eqds_proto::receiver::Policy;
+use eqds_proto::sender::Mode;
+use ipnet::Ipv4Net;
+use serde::Deserialize;
+
+/// Bytes of every tunnelled packet beyond the inner packet, on the underlay link: outer
+/// IPv4 (20), UDP (8) and the EQDS header (16).
+pub const TUNNEL_OVERHEAD: u32 = 20 + 8 + eqds_proto::wire::HEADER_LEN as u32;
+
+/// A configuration error, naming the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{key}: {message}")]
+    Invalid { key: String, message: String },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// The whole file, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    interface: InterfaceSection,
+    tunnel: TunnelSection,
+    #[serde(default)]
+    eqds: EqdsSection,
+    #[serde(default)]
+    metrics: MetricsSection,
+    #[serde(default)]
+    peer: Vec<PeerSection>,
+    #[serde(default)]
+    peer_range: Vec<PeerRangeSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InterfaceSection {
+    #[serde(default = "default_ifname")]
+    name: String,
+    address: Ipv4Net,
+    #[serde(default)]
+    routes: Vec<Ipv4Net>,
+}
+
+fn default_ifname() -> String {
+    "eqds0".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TunnelSection {
+    listen: SocketAddrV4,
+    #[serde(default = "default_mtu")]
+    mtu: u32,
+    #[serde(default = "default_paths")]
+    paths: u16,
+    #[serde(default = "default_link_overhead")]
+    link_overhead: u32,
+}
+
+fn default_mtu() -> u32 {
+    1500
+}
+fn default_paths() -> u16 {
+    8
+}
+fn default_link_overhead() -> u32 {
+    14
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EqdsSection {
+    #[serde(default = "default_mode")]
+    mode: String,
+    #[serde(default = "default_link_rate")]
+    link_rate: String,
+    #[serde(default = "default_window")]
+    window: u32,
+    #[serde(default = "default_send_queue")]
+    send_queue: u32,
+    #[serde(default = "default_policy")]
+    policy: String,
+    #[serde(default = "default_pacing")]
+    pacing: f64,
+    #[serde(default = "default_pull_burst")]
+    pull_burst: u32,
+    #[serde(default = "default_timer_granularity_us")]
+    timer_granularity_us: u64,
+    #[serde(default = "default_ecn_threshold")]
+    ecn_threshold: u32,
+    #[serde(default = "default_rto_us")]
+    rto_us: u64,
+    #[serde(default = "default_reorder_timeout_us")]
+    reorder_timeout_us: u64,
+    #[serde(default = "default_ack_coalesce")]
+    ack_coalesce: u32,
+    #[serde(default = "default_max_peers")]
+    max_peers: u32,
+}
+
+impl Default for EqdsSection {
+    fn default() -> Self {
+        toml::from_str("").expect("every [eqds] key has a default")
+    }
+}
+
+fn default_mode() -> String {
+    "rts".into()
+}
+fn default_link_rate() -> String {
+    "10gbit".into()
+}
+fn default_window() -> u32 {
+    32
+}
+fn default_send_queue() -> u32 {
+    100
+}
+fn default_policy() -> String {
+    "fifo".into()
+}
+fn default_pacing() -> f64 {
+    1.0
+}
+fn default_pull_burst() -> u32 {
+    8
+}
+fn default_timer_granularity_us() -> u64 {
+    40
+}
+fn default_ecn_threshold() -> u32 {
+    25
+}
+fn default_rto_us() -> u64 {
+    5_000
+}
+fn default_reorder_timeout_us() -> u64 {
+    10_000
+}
+fn default_ack_coalesce() -> u32 {
+    4
+}
+fn default_max_peers() -> u32 {
+    1024
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsSection {
+    #[serde(default = "default_metrics")]
+    listen: Option<SocketAddrV4>,
+}
+
+impl Default for MetricsSection {
+    fn default() -> Self {
+        Self {
+            listen: default_metrics(),
+        }
+    }
+}
+
+fn default_metrics() -> Option<SocketAddrV4> {
+    Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9477))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerSection {
+    endpoint: SocketAddrV4,
+    allowed_ips: Vec<Ipv4Net>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeerRangeSection {
+    endpoints: Ipv4Net,
+    port: u16,
+    allowed_ips: Ipv4Net,
+}
+
+/// A peer named in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerConfig {
+    /// Its tunnel address.
+    pub endpoint: SocketAddrV4,
+    /// Inner addresses it may use as a source, and that are routed to it.
+    pub allowed_ips: Vec<Ipv4Net>,
+}
+
+/// A range of peers accepted without naming each: the peer at `endpoints` host bits H
+/// (port `port`) owns inner address `allowed_ips` host bits H, so one file serves a
+/// whole rack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerRange {
+    /// Tunnel addresses of the range.
+    pub endpoints: Ipv4Net,
+    /// Their tunnel port.
+    pub port: u16,
+    /// Inner addresses, host bits mapped one to one onto `endpoints`.
+    pub allowed_ips: Ipv4Net,
+}
+
+impl PeerRange {
+    /// The tunnel endpoint owning inner address `inner`, if it is in the range.
+    pub fn endpoint_for(&self, inner: Ipv4Addr) -> Option<SocketAddrV4> {
+        if !self.allowed_ips.contains(&inner) {
+            return None;
+        }
+        let host = u32::from(inner) & u32::from(self.allowed_ips.hostmask());
+        let addr = Ipv4Addr::from(u32::from(self.endpoints.network()) | host);
+        Some(SocketAddrV4::new(addr, self.port))
+    }
+
+    /// The one inner address the peer at `endpoint` may use, if it is in the range.
+    pub fn inner_for(&self, endpoint: Ipv4Addr) -> Option<Ipv4Addr> {
+        if !self.endpoints.contains(&endpoint) {
+            return None;
+        }
+        let host = u32::from(endpoint) & u32::from(self.endpoints.hostmask());
+        Some(Ipv4Addr::from(u32::from(self.allowed_ips.network()) | host))
+    }
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// TUN interface name.
+    pub ifname: String,
+    /// The TUN interface's address and prefix; the prefix is routed into EQDS.
+    pub address: Ipv4Net,
+    /// Further prefixes routed into EQDS.
+    pub routes: Vec<Ipv4Net>,
+    /// UDP address the tunnel listens on.
+    pub listen: SocketAddrV4,
+    /// Underlay IP MTU: the largest outer packet. The TUN gets `mtu - TUNNEL_OVERHEAD`.
+    pub mtu: u32,
+    /// UDP source ports sprayed over (one socket each).
+    pub paths: u16,
+    /// Bytes the bottleneck link adds per packet beyond the IP packet (Ethernet 14),
+    /// so that credit pays for what occupies the link.
+    pub link_overhead: u32,
+    /// First-RTT mode.
+    pub mode: Mode,
+    /// Receiving access link rate, bits per second: PULLs are paced at it.
+    pub link_rate_bps: u64,
+    /// Credit window per tunnel, in packets.
+    pub window_packets: u32,
+    /// Send queue per destination, in full packets' worth of bytes.
+    pub send_queue_packets: u32,
+    /// ASL policy.
+    pub policy: Policy,
+    /// PULL rate as a fraction of the link rate, in thousandths.
+    pub pacing_permille: u32,
+    /// PULLs a late timer may send at once.
+    pub pull_burst: u32,
+    /// Shortest sleep of the event loop when only timers are pending: PULLs due within
+    /// it go out together as one datagram (see `Engine::pump`), which saves a wakeup
+    /// and a send per PULL at the price of bursts of a few packets.
+    pub timer_granularity_us: u64,
+    /// Send-queue depth (packets) past which ECN-capable inner packets are CE-marked.
+    pub ecn_threshold_packets: u32,
+    /// Retransmit timeout.
+    pub rto_us: u64,
+    /// Reorder hole timeout.
+    pub reorder_timeout_us: u64,
+    /// Packets per deferred cumulative ACK.
+    pub ack_coalesce: u32,
+    /// Most peers kept at once.
+    pub max_peers: u32,
+    /// Metrics endpoint, if any.
+    pub metrics: Option<SocketAddrV4>,
+    /// Peers named one by one.
+    pub peers: Vec<PeerConfig>,
+    /// Peer ranges.
+    pub peer_ranges: Vec<PeerRange>,
+}
+
+impl Config {
+    /// Reads and validates a file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text)
+    }
+
+    /// Parses and validates the text of a file.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let de = toml::Deserializer::parse(text).map_err(|e| invalid("(file)", e.to_string()))?;
+        let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let message = e.inner().message().to_string();
+            invalid(if key == "." { "(file)".into() } else { key }, message)
+        })?;
+        Self::validate(file)
+    }
+
+    /// The TUN device's MTU: the largest inner packet.
+    pub fn inner_mtu(&self) -> u32 {
+        self.mtu - TUNNEL_OVERHEAD
+    }
+
+    /// The charged size of a full packet: credit granted by one PULL.
+    pub fn charged_mtu(&self) -> u32 {
+        self.mtu + self.link_overhead
+    }
+
+    fn validate(f: File) -> Result<Self, ConfigError> {
+        let ifname = f.interface.name;
+        if ifname.is_empty()
+            || ifname.len() > 15
+            || !ifname
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        {
+            return Err(invalid(
+                "interface.name",
+                format!("'{ifname}' is not a Linux interface name (1-15 of [A-Za-z0-9._-])"),
+            ));
+        }
+        if f.interface.address.prefix_len() == 32 && f.interface.routes.is_empty() {
+            return Err(invalid(
+                "interface.address",
+                "a /32 routes nothing into EQDS: give a prefix or interface.routes",
+            ));
+        }
+        let mtu = f.tunnel.mtu;
+        if !(576..=65000).contains(&mtu) {
+            return Err(invalid(
+                "tunnel.mtu",
+                format!("{mtu} is outside 576..=65000"),
+            ));
+        }
+        if f.tunnel.paths == 0 || f.tunnel.paths > 256 {
+            return Err(invalid("tunnel.paths", "must be 1..=256"));
+        }
+        if f.tunnel.link_overhead > 100 {
+            return Err(invalid("tunnel.link_overhead", "more than 100 bytes"));
+        }
+        let e = f.eqds;
+        let mode = match e.mode.as_str() {
+            "rts" => Mode::Rts,
+            "ndp" => Mode::Ndp,
+            other => return Err(invalid("eqds.mode", format!("'{other}' is not rts or ndp"))),
+        };
+        let link_rate_bps = parse_rate(&e.link_rate).map_err(|m| invalid("eqds.link_rate", m))?;
+        let policy = match e.policy.as_str() {
+            "fifo" => Policy::Fifo,
+            "weighted" => Policy::Weighted,
+            "priority" => Policy::StrictPriority,
+            other => {
+                return Err(invalid(
+                    "eqds.policy",
+                    format!("'{other}' is not fifo, weighted or priority"),
+                ))
+            }
+        };
+        if !(1..=1000).contains(&e.window) {
+            return Err(invalid("eqds.window", "must be 1..=1000 packets"));
+        }
+        if !(1..=100_000).contains(&e.send_queue) {
+            return Err(invalid("eqds.send_queue", "must be 1..=100000 packets"));
+        }
+        if !(e.pacing > 0.0 && e.pacing <= 2.0) {
+            return Err(invalid("eqds.pacing", "must be in (0, 2]"));
+        }
+        if !(1..=64).contains(&e.pull_burst) {
+            return Err(invalid("eqds.pull_burst", "must be 1..=64"));
+        }
+        if e.timer_granularity_us > 1000 {
+            return Err(invalid("eqds.timer_granularity_us", "must be 0..=1000"));
+        }
+        if e.rto_us == 0 || e.rto_us > 10_000_000 {
+            return Err(invalid("eqds.rto_us", "must be 1..=10000000"));
+        }
+        if e.reorder_timeout_us == 0 || e.reorder_timeout_us > 10_000_000 {
+            return Err(invalid("eqds.reorder_timeout_us", "must be 1..=10000000"));
+        }
+        if !(1..=64).contains(&e.ack_coalesce) {
+            return Err(invalid("eqds.ack_coalesce", "must be 1..=64"));
+        }
+        if e.max_peers == 0 {
+            return Err(invalid("eqds.max_peers", "must be at least 1"));
+        }
+        let mut peers = Vec::new();
+        for (i, p) in f.peer.into_iter().enumerate() {
+            if p.allowed_ips.is_empty() {
+                return Err(invalid(format!("peer[{i}].allowed_ips"), "is empty"));
+            }
+            if peers
+                .iter()
+                .any(|q: &PeerConfig| q.endpoint.ip() == p.endpoint.ip())
+            {
+                return Err(invalid(
+                    format!("peer[{i}].endpoint"),
+                    format!("{} is named twice", p.endpoint.ip()),
+                ));
+            }
+            peers.push(PeerConfig {
+                endpoint: p.endpoint,
+                allowed_ips: p.allowed_ips.iter().map(|n| n.trunc()).collect(),
+            });
+        }
+        let mut peer_ranges = Vec::new();
+        for (i, r) in f.peer_range.into_iter().enumerate() {
+            if r.endpoints.prefix_len() != r.allowed_ips.prefix_len() {
+                return Err(invalid(
+                    format!("peer_range[{i}].allowed_ips"),
+                    format!(
+                        "prefix /{} differs from endpoints' /{}: host bits map one to one",
+                        r.allowed_ips.prefix_len(),
+                        r.endpoints.prefix_len()
+                    ),
+                ));
+            }
+            if r.port == 0 {
+                return Err(invalid(format!("peer_range[{i}].port"), "must not be 0"));
+            }
+            peer_ranges.push(PeerRange {
+                endpoints: r.endpoints.trunc(),
+                port: r.port,
+                allowed_ips: r.allowed_ips.trunc(),
+            });
+        }
+        if peers.is_empty() && peer_ranges.is_empty() {
+            return Err(invalid(
+                "peer",
+                "no [[peer]] or [[peer_range]]: the daemon would accept no tunnel",
+            ));
+        }
+        Ok(Self {
+            ifname,
+            address: f.interface.address,
+            routes: f.interface.routes.iter().map(|n| n.trunc()).collect(),
+            listen: f.tunnel.listen,
+            mtu,
+            paths: f.tunnel.paths,
+            link_overhead: f.tunnel.link_overhead,
+            mode,
+            link_rate_bps,
+            window_packets: e.window,
+            send_queue_packets: e.send_queue,
+            policy,
+            pacing_permille: (e.pacing * 1000.0).round() as u32,
+            pull_burst: e.pull_burst,
+            timer_granularity_us: e.timer_granularity_us,
+            ecn_threshold_packets: e.ecn_threshold,
+            rto_us: e.rto_us,
+            reorder_timeout_us: e.reorder_timeout_us,
+            ack_coalesce: e.ack_coalesce,
+            max_peers: e.max_peers,
+            metrics: f.metrics.listen,
+            peers,
+            peer_ranges,
+        })
+    }
+}
+
+/// Parses a rate in tc's notation: `500mbit`, `1gbit`, `25gbit`, `100kbit`, `1000000bit`.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let (num, mult) = [
+        ("tbit", 1e12),
+        ("gbit", 1e9),
+        ("mbit", 1e6),
+        ("kbit", 1e3),
+        ("bit", 1.0),
+    ]
+    .iter()
+    .find_map(|&(unit, m)| lower.strip_suffix(unit).map(|n| (n, m)))
+    .ok_or_else(|| format!("'{s}' has no unit (bit, kbit, mbit, gbit, tbit)"))?;
+    let value: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' does not start with a number"))?;
+    let bps = value * mult;
+    if !(1e5..=1e13).contains(&bps) {
+        return Err(format!("'{s}' is outside 100kbit..10tbit"));
+    }
+    Ok(bps.round() as u64)
+}
+
+#[cfg(test)]
+mod tests;

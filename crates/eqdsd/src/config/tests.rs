@@ -1,0 +1,87 @@
+use super::*;
+
+const MINIMAL: &str = r#"
+[interface]
+address = "10.88.1.1/16"
+[tunnel]
+listen = "10.77.1.1:7700"
+[[peer_range]]
+endpoints = "10.77.0.0/16"
+port = 7700
+allowed_ips = "10.88.0.0/16"
+"#;
+
+fn err(text: &str) -> String {
+    Config::parse(text)
+        .expect_err("should be rejected")
+        .to_string()
+}
+
+#[test]
+fn minimal_file_gets_defaults() {
+    let c = Config::parse(MINIMAL).unwrap();
+    assert_eq!(c.ifname, "eqds0");
+    assert_eq!(c.mode, Mode::Rts);
+    assert_eq!(c.mtu, 1500);
+    assert_eq!(c.inner_mtu(), 1456);
+    assert_eq!(c.charged_mtu(), 1514);
+    assert_eq!(c.send_queue_packets, 100);
+    assert_eq!(c.link_rate_bps, 10_000_000_000);
+    assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
+}
+
+#[test]
+fn peer_range_maps_host_bits_both_ways() {
+    let c = Config::parse(MINIMAL).unwrap();
+    let r = c.peer_ranges[0];
+    assert_eq!(
+        r.endpoint_for("10.88.3.1".parse().unwrap()),
+        Some("10.77.3.1:7700".parse().unwrap())
+    );
+    assert_eq!(r.endpoint_for("10.89.3.1".parse().unwrap()), None);
+    assert_eq!(
+        r.inner_for("10.77.5.1".parse().unwrap()),
+        Some("10.88.5.1".parse().unwrap())
+    );
+    assert_eq!(r.inner_for("10.78.5.1".parse().unwrap()), None);
+}
+
+#[test]
+fn rates_in_tc_notation() {
+    assert_eq!(parse_rate("500mbit"), Ok(500_000_000));
+    assert_eq!(parse_rate("1.5Gbit"), Ok(1_500_000_000));
+    assert!(parse_rate("500").unwrap_err().contains("no unit"));
+    assert!(parse_rate("fastmbit").unwrap_err().contains("number"));
+    assert!(parse_rate("1bit").unwrap_err().contains("outside"));
+}
+
+#[test]
+fn errors_name_the_key() {
+    let e = err(&MINIMAL.replace("[tunnel]", "[tunnel]\nmtu = 100"));
+    assert!(e.starts_with("tunnel.mtu:"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nmode = \"tcp\""));
+    assert!(e.starts_with("eqds.mode:") && e.contains("'tcp'"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nlink_rate = \"fast\""));
+    assert!(e.starts_with("eqds.link_rate:"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nwindwo = 3"));
+    assert!(e.contains("eqds") && e.contains("windwo"), "{e}");
+    let e = err(&MINIMAL.replace("10.77.1.1:7700", "10.77.1.1"));
+    assert!(e.starts_with("tunnel.listen:"), "{e}");
+    let e = err(&MINIMAL.replace(
+        "allowed_ips = \"10.88.0.0/16\"",
+        "allowed_ips = \"10.88.0.0/24\"",
+    ));
+    assert!(e.starts_with("peer_range[0].allowed_ips:"), "{e}");
+    let e = err(&format!(
+        "{MINIMAL}\n[[peer]]\nendpoint = \"10.77.9.1:1\"\nallowed_ips = [\"10.88.9.300/32\"]"
+    ));
+    assert!(e.starts_with("peer[0].allowed_ips"), "{e}");
+    let e = err("[interface]\naddress = \"10.88.1.1/16\"\n[tunnel]\nlisten = \"1.2.3.4:5\"\n");
+    assert!(e.starts_with("peer:"), "{e}");
+    let e = err("[interface]\naddress = \"10.88.1.1/16\"\n");
+    assert!(e.contains("tunnel"), "{e}");
+    let e = err(&MINIMAL.replace("[interface]", "[interface]\nname = \"much-too-long-name\""));
+    assert!(e.starts_with("interface.name:"), "{e}");
+    let e = err("this is = not toml [");
+    assert!(e.starts_with("(file):"), "{e}");
+}

@@ -1,0 +1,236 @@
+//! The event loop: one thread, one epoll (through mio) over the tunnel socket, the TUN
+//! device, a nanosecond timer, the metrics listener and the termination signals.
+//!
+//! Each turn reads what is ready in bounded batches (so neither direction starves the
+//! other), runs the timers that are due, then flushes: datagrams with sendmmsg, inner
+//! packets with one write each to the TUN device. epoll is edge-triggered, so a source
+//! whose batch limit was hit is remembered as still ready and the next turn polls
+//! without sleeping.
+
+use std::io::{self, ErrorKind};
+use std::os::fd::AsRawFd;
+
+use anyhow::{Context, Result};
+use mio::net::TcpListener;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook_mio::v1_0::Signals;
+
+use eqds_proto::time::PS_PER_US;
+
+use crate::config::Config;
+use crate::engine::{Datagram, Engine};
+use crate::metrics;
+use crate::pool::{BufId, INNER};
+use crate::sys::tun::Tun;
+use crate::sys::udp::{Received, Sockets, BATCH};
+use crate::sys::{exact_timers, monotonic_ps, Timer};
+
+const UDP: Token = Token(0);
+const TUN: Token = Token(1);
+const TIMER: Token = Token(2);
+const METRICS: Token = Token(3);
+const SIGNALS: Token = Token(4);
+
+/// recvmmsg batches per turn.
+const UDP_BATCHES_PER_TURN: usize = 8;
+/// TUN reads per turn.
+const TUN_READS_PER_TURN: usize = 256;
+
+/// Runs the daemon until SIGTERM or SIGINT. Everything it installed goes with it: the
+/// TUN device (and so its address and routes) closes when `Tun` drops.
+pub fn run(config: &Config) -> Result<()> {
+    let tun = Tun::create(
+        &config.ifname,
+        config.address,
+        config.inner_mtu(),
+        &config.routes,
+    )
+    .with_context(|| format!("creating TUN device {}", config.ifname))?;
+    let sockets = Sockets::bind(config.listen, config.paths)?;
+    // Timers of ordinary tasks may fire up to 50 µs late (timer slack), most of a
+    // PULL interval at 200 Mbit/s.
+    exact_timers();
+    let mut timer = Timer::new().context("timerfd")?;
+    let mut poll = Poll::new()?;
+    let registry = poll.registry();
+    let udp_fd = sockets.listen_socket().as_raw_fd();
+    registry.register(&mut SourceFd(&udp_fd), UDP, Interest::READABLE)?;
+    let tun_fd = tun.as_raw_fd();
+    registry.register(&mut SourceFd(&tun_fd), TUN, Interest::READABLE)?;
+    let timer_fd = timer.as_raw_fd();
+    registry.register(&mut SourceFd(&timer_fd), TIMER, Interest::READABLE)?;
+    let mut listener = match config.metrics {
+        Some(addr) => {
+            let mut l = TcpListener::bind(addr.into())
+                .with_context(|| format!("metrics listener on {addr}"))?;
+            registry.register(&mut l, METRICS, Interest::READABLE)?;
+            Some(l)
+        }
+        None => None,
+    };
+    let mut signals = Signals::new([SIGTERM, SIGINT])?;
+    registry.register(&mut signals, SIGNALS, Interest::READABLE)?;
+
+    let epoch = monotonic_ps();
+    let mut engine = Engine::new(config, epoch ^ u64::from(std::process::id()));
+    eprintln!(
+        "eqdsd: {} up ({} inner MTU {}), tunnel on {} (source ports {:?}), mode {:?}, link {} bit/s",
+        tun.name(),
+        config.address,
+        config.inner_mtu(),
+        config.listen,
+        sockets.ports(),
+        config.mode,
+        config.link_rate_bps
+    );
+
+    let granularity = config.timer_granularity_us * PS_PER_US;
+    let mut events = Events::with_capacity(64);
+    let mut rx_bufs: Vec<BufId> = Vec::with_capacity(BATCH);
+    let mut received: Vec<Received> = Vec::with_capacity(BATCH);
+    let mut outgoing: Vec<Datagram> = Vec::with_capacity(4 * BATCH);
+    let mut text = String::new();
+    let (mut udp_ready, mut tun_ready) = (true, true);
+    let mut busy = true;
+    loop {
+        let timeout = busy.then_some(std::time::Duration::ZERO);
+        if let Err(e) = poll.poll(&mut events, timeout) {
+            if e.kind() == ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.into());
+        }
+        for ev in events.iter() {
+            match ev.token() {
+                UDP => udp_ready = true,
+                TUN => tun_ready = true,
+                TIMER => timer.acknowledge(),
+                METRICS => {
+                    if let Some(l) = listener.as_mut() {
+                        while let Ok((stream, _)) = l.accept() {
+                            metrics::render(&engine, &mut text);
+                            let std_stream = std::net::TcpStream::from(stream);
+                            // A failing scrape is the client's problem, not the daemon's.
+                            let _ = metrics::answer(std_stream, &text);
+                        }
+                    }
+                }
+                SIGNALS if signals.pending().next().is_some() => {
+                    eprintln!("eqdsd: terminating; counters: {:?}", engine.counters());
+                    return Ok(());
+                }
+                _ => {}
+            }
+        }
+
+        if udp_ready {
+            udp_ready = read_udp(&sockets, &mut engine, epoch, &mut rx_bufs, &mut received)?;
+        }
+        if tun_ready {
+            tun_ready = read_tun(&tun, &mut engine, epoch)?;
+        }
+        let now = monotonic_ps() - epoch;
+        if engine.poll_timeout().is_some_and(|t| t <= now) {
+            engine.handle_timeout(now);
+        }
+        flush(&sockets, &tun, &mut engine, &mut outgoing);
+
+        let due = engine.poll_timeout();
+        let now = monotonic_ps() - epoch;
+        busy = udp_ready || tun_ready;
+        if let (Some(t), false) = (due, busy) {
+            timer.arm(epoch + t.max(now + granularity))?;
+        }
+    }
+}
+
+/// Reads up to [`UDP_BATCHES_PER_TURN`] batches; returns whether more may be waiting.
+fn read_udp(
+    sockets: &Sockets,
+    engine: &mut Engine,
+    epoch: u64,
+    bufs: &mut Vec<BufId>,
+    received: &mut Vec<Received>,
+) -> Result<bool> {
+    for _ in 0..UDP_BATCHES_PER_TURN {
+        while bufs.len() < BATCH {
+            match engine.alloc() {
+                Some(b) => bufs.push(b),
+                None => break,
+            }
+        }
+        if bufs.is_empty() {
+            // Out of buffers: leave the datagrams to the kernel for now.
+            return Ok(true);
+        }
+        received.clear();
+        match sockets.recv_batch(engine.pool_mut(), bufs, received) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            // ICMP errors for earlier sends surface here (connection refused when a
+            // peer's daemon is down): nothing to read, keep going.
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
+            Err(e) => return Err(e).context("recvmmsg"),
+        }
+        let now = monotonic_ps() - epoch;
+        let got = received.len();
+        bufs.drain(..got);
+        for r in received.iter() {
+            engine.handle_datagram(now, r.from, r.buf, r.len, r.truncated);
+        }
+        if got < BATCH {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Reads up to [`TUN_READS_PER_TURN`] packets; returns whether more may be waiting.
+fn read_tun(tun: &Tun, engine: &mut Engine, epoch: u64) -> Result<bool> {
+    for _ in 0..TUN_READS_PER_TURN {
+        let Some(b) = engine.alloc() else {
+            return Ok(true);
+        };
+        match tun.read(&mut engine.pool_mut().raw_mut(b)[INNER..]) {
+            Ok(n) => {
+                let now = monotonic_ps() - epoch;
+                engine.handle_tun(now, b, n);
+            }
+            Err(e) => {
+                engine.pool_mut().free(b);
+                match e.kind() {
+                    ErrorKind::WouldBlock => return Ok(false),
+                    ErrorKind::Interrupted => continue,
+                    _ => return Err(io::Error::new(e.kind(), format!("TUN read: {e}")).into()),
+                }
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Sends every datagram and writes every inner packet the engine has released.
+fn flush(sockets: &Sockets, tun: &Tun, engine: &mut Engine, outgoing: &mut Vec<Datagram>) {
+    while engine.datagrams_pending() > 0 {
+        outgoing.clear();
+        while outgoing.len() < outgoing.capacity() {
+            match engine.pop_datagram() {
+                Some(d) => outgoing.push(d),
+                None => break,
+            }
+        }
+        // Group by path so that each sendmmsg covers one socket.
+        outgoing.sort_by_key(|d| d.path);
+        let refused = sockets.send_all(engine.pool(), outgoing);
+        let c = engine.counters_mut();
+        c.udp_tx_datagrams += (outgoing.len() - refused) as u64;
+        c.drop_send_error += refused as u64;
+    }
+    while let Some(b) = engine.pop_tun() {
+        let ok = tun.write(engine.pool().inner(b)).is_ok();
+        engine.tun_written(b, ok);
+    }
+}

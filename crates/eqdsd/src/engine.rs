@@ -1,0 +1,420 @@
+//! The daemon without its I/O: inner packets and datagrams in, datagrams and inner
+//! packets out, driven by the caller's clock.
+//!
+//! [`Engine`] joins the protocol core (one sending EQIF, one receiving EQIF, from
+//! `eqds-proto`) to the peer table and the buffer pool. The event loop
+//! ([`crate::daemon`]) reads into pool buffers, hands them in, and drains
+//! [`Engine::pop_datagram`] and [`Engine::pop_tun`]; tests drive two engines against
+//! each other in memory with the same calls. Nothing in here blocks or allocates per
+//! packet (queues grow to their high-water mark and stay there).
+//!
+//! Checks on the way in (each failure is a counter, see [`Counters`]):
+//! - from the TUN device: a whole IPv4 packet, for a destination a peer owns, fitting
+//!   the tunnel MTU, with room in that destination's send queue;
+//! - from the network: a datagram from a known peer (or one of a peer range), with an
+//!   EQDS header that decodes, and, when delivered, an inner IPv4 packet whose source
+//!   that peer may use. The source check happens at delivery rather than on arrival so
+//!   that the credit the sender spent and the ACK it is owed are still accounted.
+
+use std::collections::VecDeque;
+use std::net::SocketAddrV4;
+
+use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
+use eqds_proto::receiver::ReceiverConfig;
+use eqds_proto::reorder::ReorderConfig;
+use eqds_proto::sender::{EnqueueError, PeerId, Sender, SenderConfig};
+use eqds_proto::time::{Time, PS_PER_US};
+use eqds_proto::tunnel::RxConfig;
+use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEADER_LEN};
+
+use crate::config::{Config, TUNNEL_OVERHEAD};
+use crate::counters::Counters;
+use crate::ipv4;
+use crate::peers::{PeerError, Peers};
+use crate::pool::{BufId, Pool};
+
+/// One datagram to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Datagram {
+    /// Where to.
+    pub dst: SocketAddrV4,
+    /// Path id: picks the UDP source port (socket), so ECMP spreads the tunnel.
+    pub path: u16,
+    /// The EQDS header.
+    pub header: [u8; HEADER_LEN],
+    /// The inner packet for DATA; `None` for RTS and control packets. The buffer stays
+    /// the sender's until ACKed: the caller only reads it.
+    pub payload: Option<BufId>,
+}
+
+/// The daemon's protocol state. See the module documentation.
+#[derive(Debug)]
+pub struct Engine {
+    peers: Peers,
+    pool: Pool,
+    tx: Sender<BufId>,
+    rx: ReceivingEqif<BufId>,
+    counters: Counters,
+    outbox: VecDeque<Datagram>,
+    /// Scratch list of the control packets of one pump.
+    control: Vec<(PeerId, ControlHeader)>,
+    to_tun: VecDeque<BufId>,
+    paths: u16,
+    next_control_path: u16,
+    ecn_threshold_bytes: u64,
+    /// Bytes sent per path id, for the multipath tests and metrics.
+    path_bytes: Vec<u64>,
+}
+
+impl Engine {
+    /// An engine for `config`; `seed` varies path permutations and epochs between
+    /// runs (the daemon seeds it from the clock).
+    pub fn new(config: &Config, seed: u64) -> Self {
+        let charged_mtu = config.charged_mtu();
+        let overhead = TUNNEL_OVERHEAD + config.link_overhead;
+        let window = config.window_packets * charged_mtu;
+        let send_queue_bytes = u64::from(config.send_queue_packets) * u64::from(charged_mtu);
+        let tx = Sender::new(SenderConfig {
+            mode: config.mode,
+            mtu: charged_mtu,
+            overhead,
+            window,
+            send_queue_packets: usize::MAX,
+            send_queue_bytes,
+            rto: config.rto_us * PS_PER_US,
+            credit_loss_timeout: config.rto_us * PS_PER_US,
+            paths: config.paths,
+            sender_id: 0,
+            next_proto: NextProto::Ipv4,
+            seed,
+        });
+        // Per-tunnel reorder span: the window plus what retransmissions add.
+        let reorder_window = 4 * config.window_packets;
+        let rx = ReceivingEqif::new(ReceivingEqifConfig {
+            credit: ReceiverConfig {
+                link_rate_bps: config.link_rate_bps,
+                mtu: charged_mtu,
+                window,
+                pacing_permille: config.pacing_permille,
+                pull_burst: config.pull_burst,
+                policy: config.policy,
+                ack_coalesce: config.ack_coalesce,
+                ack_delay: 50 * PS_PER_US,
+            },
+            tunnel: RxConfig {
+                window: reorder_window,
+            },
+            reorder: ReorderConfig {
+                window: reorder_window,
+                hole_timeout: config.reorder_timeout_us * PS_PER_US,
+            },
+        });
+        // Enough buffers for every peer's send queue, a window in flight and a full
+        // reorder queue, for the peers expected at once; beyond that, drops are counted.
+        let per_peer = (config.send_queue_packets + 6 * config.window_packets) as usize;
+        let peers_expected = (config.peers.len().max(1) + 64).min(config.max_peers as usize);
+        let cap = (per_peer * peers_expected).clamp(4096, 1 << 20);
+        Self {
+            peers: Peers::new(&config.peers, &config.peer_ranges, config.max_peers),
+            pool: Pool::new(config.mtu as usize + 64, cap),
+            tx,
+            rx,
+            counters: Counters::default(),
+            outbox: VecDeque::new(),
+            control: Vec::new(),
+            to_tun: VecDeque::new(),
+            paths: config.paths,
+            next_control_path: 0,
+            ecn_threshold_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
+            path_bytes: vec![0; usize::from(config.paths)],
+        }
+    }
+
+    /// The buffer pool: the caller reads into buffers it takes from here.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The buffer pool, mutable.
+    pub fn pool_mut(&mut self) -> &mut Pool {
+        &mut self.pool
+    }
+
+    /// A free buffer for the caller to read into; counts a drop if none is left.
+    pub fn alloc(&mut self) -> Option<BufId> {
+        let b = self.pool.alloc();
+        if b.is_none() {
+            self.counters.drop_no_buffer += 1;
+        }
+        b
+    }
+
+    /// Counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Counters, for the I/O loop's own (send and write errors).
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    /// The peer table.
+    pub fn peers(&self) -> &Peers {
+        &self.peers
+    }
+
+    /// The sending EQIF.
+    pub fn sender(&self) -> &Sender<BufId> {
+        &self.tx
+    }
+
+    /// The receiving EQIF.
+    pub fn receiver(&self) -> &ReceivingEqif<BufId> {
+        &self.rx
+    }
+
+    /// Bytes sent per path id.
+    pub fn path_bytes(&self) -> &[u64] {
+        &self.path_bytes
+    }
+
+    /// An inner packet of `len` bytes, read from the TUN device into buffer `id` at
+    /// [`INNER`](crate::pool::INNER). The engine owns the buffer from here on.
+    pub fn handle_tun(&mut self, now: Time, id: BufId, len: usize) {
+        self.counters.tun_rx_packets += 1;
+        self.pool.set_len(id, len);
+        let summary = match ipv4::inspect(self.pool.inner(id)) {
+            Ok(s) => s,
+            Err(_) => {
+                self.counters.drop_tun_malformed += 1;
+                self.pool.free(id);
+                return;
+            }
+        };
+        let peer = match self.peers.route(summary.dst) {
+            Ok(p) => p,
+            Err(_) => {
+                self.counters.drop_no_route += 1;
+                self.pool.free(id);
+                return;
+            }
+        };
+        if self.tx.send_queue_bytes(peer) >= self.ecn_threshold_bytes
+            && ipv4::mark_ce(self.pool.inner_mut(id))
+        {
+            self.counters.ecn_marked += 1;
+        }
+        match self.tx.enqueue(now, peer, len as u32, id) {
+            Ok(()) => {}
+            Err(EnqueueError::Backpressure(id)) => {
+                self.counters.drop_send_queue_full += 1;
+                self.pool.free(id);
+            }
+            Err(EnqueueError::TooLarge(id)) => {
+                self.counters.drop_too_large += 1;
+                self.pool.free(id);
+            }
+        }
+        self.pump(now);
+    }
+
+    /// A datagram of `len` bytes from `from`, read into buffer `id` from offset 0
+    /// (`truncated` if it did not fit). The engine owns the buffer from here on.
+    pub fn handle_datagram(
+        &mut self,
+        now: Time,
+        from: SocketAddrV4,
+        id: BufId,
+        len: usize,
+        truncated: bool,
+    ) {
+        self.counters.udp_rx_datagrams += 1;
+        let peer = match self.peers.accept(*from.ip()) {
+            Ok(p) => p,
+            Err(e) => {
+                match e {
+                    PeerError::Unknown => self.counters.drop_unknown_peer += 1,
+                    PeerError::TableFull => self.counters.drop_peer_table_full += 1,
+                }
+                self.pool.free(id);
+                return;
+            }
+        };
+        if truncated || len > self.pool.buffer_size() {
+            self.counters.drop_oversized += 1;
+            self.pool.free(id);
+            return;
+        }
+        let header = match wire::decode(&self.pool.raw(id)[..len]) {
+            Ok((h, _)) => h,
+            Err(_) => {
+                self.counters.drop_malformed += 1;
+                self.pool.free(id);
+                return;
+            }
+        };
+        match header {
+            Header::Data(h) => {
+                let inner_len = len - HEADER_LEN;
+                self.pool.set_len(id, inner_len);
+                self.rx.handle_data(now, peer, &h, id, inner_len);
+                self.drain_receiver(now);
+            }
+            Header::Control(h) => {
+                self.pool.free(id);
+                self.tx.handle_control(now, peer, &h);
+                while let Some(acked) = self.tx.poll_acked() {
+                    self.pool.free(acked.payload);
+                }
+            }
+        }
+        self.pump(now);
+    }
+
+    /// When [`Engine::handle_timeout`] next has work.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        [self.tx.poll_timeout(), self.rx.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Runs the timers due at `now`: PULL pacing, deferred ACKs, retransmissions,
+    /// credit-loss RTSs and reorder hole timeouts.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.tx.handle_timeout(now);
+        self.rx.handle_timeout(now);
+        self.drain_receiver(now);
+        self.pump(now);
+    }
+
+    /// The next datagram to send.
+    pub fn pop_datagram(&mut self) -> Option<Datagram> {
+        self.outbox.pop_front()
+    }
+
+    /// Datagrams waiting to be sent.
+    pub fn datagrams_pending(&self) -> usize {
+        self.outbox.len()
+    }
+
+    /// The next inner packet for the TUN device: write `pool().inner(id)`, then give
+    /// the buffer back with [`Engine::tun_written`].
+    pub fn pop_tun(&mut self) -> Option<BufId> {
+        self.to_tun.pop_front()
+    }
+
+    /// A packet from [`Engine::pop_tun`] was written (or failed to be: `ok` false).
+    pub fn tun_written(&mut self, id: BufId, ok: bool) {
+        if ok {
+            self.counters.tun_tx_packets += 1;
+        } else {
+            self.counters.drop_tun_write_error += 1;
+        }
+        self.pool.free(id);
+    }
+
+    /// Forgets every tunnel's state unilaterally, as a restarted daemon would have
+    /// (tests use it to exercise self-synchronisation), freeing what they held.
+    pub fn drop_all_state(&mut self) {
+        let ids: Vec<PeerId> = self.peers.iter().map(|(id, _)| id).collect();
+        for peer in ids {
+            for b in self.tx.drop_tunnel(peer) {
+                self.pool.free(b);
+            }
+            let lost = self.rx.drop_peer(peer);
+            self.counters.drop_lost_on_restart += lost.len() as u64;
+            for b in lost {
+                self.pool.free(b);
+            }
+        }
+    }
+
+    /// Hands delivered packets to the TUN queue (after the anti-spoofing check) and
+    /// frees what the receiving EQIF discarded.
+    fn drain_receiver(&mut self, now: Time) {
+        while let Some(d) = self.rx.poll_deliver(now) {
+            let id = d.payload;
+            match ipv4::inspect(self.pool.inner(id)) {
+                Ok(s) if self.peers.may_use(d.src, s.src) => self.to_tun.push_back(id),
+                Ok(_) => {
+                    self.counters.drop_spoofed += 1;
+                    self.pool.free(id);
+                }
+                Err(_) => {
+                    self.counters.drop_inner_malformed += 1;
+                    self.pool.free(id);
+                }
+            }
+        }
+        while let Some(id) = self.rx.poll_discarded() {
+            self.pool.free(id);
+        }
+    }
+
+    /// Moves what the EQIFs release into the outbox: control packets first (they
+    /// carry credit), then DATA and RTS as credit allows.
+    fn pump(&mut self, now: Time) {
+        // Every control packet carries the receiver's cumulative pull number, so a
+        // PULL followed in the same batch by any control packet to the same peer says
+        // nothing the later one does not: it is left out. A late timer that releases
+        // several PULLs at once then costs one datagram, not several.
+        self.control.clear();
+        while let Some(c) = self.rx.poll_control(now) {
+            self.control.push(c);
+        }
+        for i in 0..self.control.len() {
+            let (peer, hdr) = self.control[i];
+            let superseded = hdr.kind == ControlKind::Pull
+                && self.control[i + 1..].iter().any(|&(p, _)| p == peer);
+            if superseded {
+                self.counters.pulls_merged += 1;
+                continue;
+            }
+            let mut header = [0u8; HEADER_LEN];
+            Header::Control(hdr)
+                .encode(&mut header)
+                .expect("a control header the core built encodes");
+            let path = self.next_control_path;
+            self.next_control_path = (path + 1) % self.paths;
+            self.counters.control_sent += 1;
+            self.push(peer, path, header, None, HEADER_LEN);
+        }
+        while let Some(t) = self.tx.poll_transmit(now) {
+            let mut header = [0u8; HEADER_LEN];
+            Header::Data(t.header)
+                .encode(&mut header)
+                .expect("a data header the core built encodes");
+            let len = match t.payload {
+                Some(id) => {
+                    self.counters.data_sent += 1;
+                    HEADER_LEN + self.pool.inner(id).len()
+                }
+                None => {
+                    self.counters.rts_sent += 1;
+                    HEADER_LEN
+                }
+            };
+            self.push(t.dst, t.header.path_id, header, t.payload, len);
+        }
+    }
+
+    fn push(
+        &mut self,
+        peer: PeerId,
+        path: u16,
+        header: [u8; HEADER_LEN],
+        payload: Option<BufId>,
+        len: usize,
+    ) {
+        let path = path % self.paths;
+        self.path_bytes[usize::from(path)] += len as u64;
+        self.outbox.push_back(Datagram {
+            dst: self.peers.get(peer).endpoint,
+            path,
+            header,
+            payload,
+        });
+    }
+}

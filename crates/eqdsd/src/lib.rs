@@ -1,0 +1,23 @@
+//! eqdsd: EQDS as a Linux daemon. Unmodified TCP and UDP enter a TUN device, cross
+//! the network as EQDS-over-UDP and leave the far daemon's TUN device in order.
+//!
+//! The protocol itself is `eqds-proto`, shared with the simulator; this crate only
+//! joins it to the host:
+//! - [`config`]: the TOML configuration and its validation;
+//! - [`peers`]: which remote daemons exist and which inner addresses each owns;
+//! - [`pool`]: recycled packet buffers;
+//! - [`ipv4`]: the little the daemon reads of inner packets;
+//! - [`engine`]: the protocol state joined to peers and buffers, without I/O;
+//! - [`counters`] and [`metrics`]: drop reasons and the Prometheus endpoint;
+//! - [`sys`]: TUN, UDP sockets with batched I/O, clock and timer (all `unsafe` code);
+//! - [`daemon`]: the event loop.
+
+pub mod config;
+pub mod counters;
+pub mod daemon;
+pub mod engine;
+pub mod ipv4;
+pub mod metrics;
+pub mod peers;
+pub mod pool;
+pub mod sys;

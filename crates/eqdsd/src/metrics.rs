@@ -1,0 +1,181 @@
+//! Prometheus text metrics, served over plain HTTP on a loopback port.
+//!
+//! The event loop owns the protocol state, so it answers a scrape itself: it accepts,
+//! reads the request line (clients send it at once; a client that does not is cut
+//! off after a short timeout), renders and writes. Scrapes are rare and small.
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use crate::engine::Engine;
+
+/// Renders every metric of `engine` in the Prometheus text format.
+pub fn render(engine: &Engine, out: &mut String) {
+    out.clear();
+    let c = engine.counters();
+    out.push_str("# HELP eqdsd_drops_total Packets dropped, by reason\n");
+    out.push_str("# TYPE eqdsd_drops_total counter\n");
+    let entries = c.entries();
+    for (name, _, v) in &entries {
+        if let Some(reason) = name.strip_prefix("drop:") {
+            let _ = writeln!(out, "eqdsd_drops_total{{reason=\"{reason}\"}} {v}");
+        }
+    }
+    for (name, help, v) in &entries {
+        if !name.starts_with("drop:") {
+            let _ = writeln!(out, "# HELP eqdsd_{name}_total {help}");
+            let _ = writeln!(out, "# TYPE eqdsd_{name}_total counter");
+            let _ = writeln!(out, "eqdsd_{name}_total {v}");
+        }
+    }
+    out.push_str("# HELP eqdsd_path_bytes_total Bytes sent per path id (UDP source port)\n");
+    out.push_str("# TYPE eqdsd_path_bytes_total counter\n");
+    for (p, b) in engine.path_bytes().iter().enumerate() {
+        let _ = writeln!(out, "eqdsd_path_bytes_total{{path=\"{p}\"}} {b}");
+    }
+    let pool = engine.pool();
+    let _ = writeln!(
+        out,
+        "# TYPE eqdsd_buffers_in_use gauge\neqdsd_buffers_in_use {}",
+        pool.in_use()
+    );
+    let _ = writeln!(
+        out,
+        "# TYPE eqdsd_buffers_created gauge\neqdsd_buffers_created {}",
+        pool.created()
+    );
+    let _ = writeln!(
+        out,
+        "# TYPE eqdsd_in_flight_bytes gauge\neqdsd_in_flight_bytes {}",
+        engine.sender().in_flight_bytes()
+    );
+
+    // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
+    // reorder depth. One line per metric per peer, labelled by the peer's endpoint.
+    type Getter = fn(&Engine, u32) -> Option<i128>;
+    let tunnel_metrics: [(&str, &str, &str, Getter); 12] = [
+        (
+            "tx_send_queue_bytes",
+            "gauge",
+            "Bytes queued for the tunnel",
+            |e, p| e.sender().tunnel(p).map(|t| t.send_queue_bytes.into()),
+        ),
+        (
+            "tx_retransmit_queue_bytes",
+            "gauge",
+            "Bytes waiting for resend",
+            |e, p| e.sender().tunnel(p).map(|t| t.retransmit_bytes.into()),
+        ),
+        (
+            "tx_in_flight_bytes",
+            "gauge",
+            "Bytes sent and not yet ACKed",
+            |e, p| e.sender().tunnel(p).map(|t| t.in_flight_bytes.into()),
+        ),
+        (
+            "tx_credit_bytes",
+            "gauge",
+            "Credit held by the sender",
+            |e, p| e.sender().tunnel(p).map(|t| t.credit.into()),
+        ),
+        (
+            "tx_pulls_received",
+            "gauge",
+            "Highest pull number received",
+            |e, p| e.sender().tunnel(p).map(|t| t.highest_pull.into()),
+        ),
+        (
+            "tx_bytes_total",
+            "counter",
+            "Bytes sent, retransmissions included",
+            |e, p| e.sender().tunnel(p).map(|t| t.bytes_sent.into()),
+        ),
+        (
+            "tx_retransmits_total",
+            "counter",
+            "Packets retransmitted",
+            |e, p| e.sender().tunnel(p).map(|t| t.retransmits.into()),
+        ),
+        (
+            "tx_rto_expiries_total",
+            "counter",
+            "Retransmit timeouts",
+            |e, p| e.sender().tunnel(p).map(|t| t.rto_expiries.into()),
+        ),
+        (
+            "tx_epochs_total",
+            "counter",
+            "Tunnel epochs started",
+            |e, p| e.sender().tunnel(p).map(|t| t.epochs.into()),
+        ),
+        (
+            "rx_pulls_sent_total",
+            "counter",
+            "PULLs sent to the peer",
+            |e, p| e.receiver().credit().sender(p).map(|s| s.pulls_sent.into()),
+        ),
+        (
+            "rx_bytes_total",
+            "counter",
+            "Payload bytes received",
+            |e, p| {
+                e.receiver()
+                    .credit()
+                    .sender(p)
+                    .map(|s| s.payload_bytes.into())
+            },
+        ),
+        (
+            "rx_reorder_packets",
+            "gauge",
+            "Packets waiting in the reorder queue",
+            |e, p| Some(e.receiver().reorder_len(p) as i128),
+        ),
+    ];
+    for (name, kind, help, get) in tunnel_metrics {
+        let _ = writeln!(out, "# HELP eqdsd_tunnel_{name} {help}");
+        let _ = writeln!(out, "# TYPE eqdsd_tunnel_{name} {kind}");
+        for (id, peer) in engine.peers().iter() {
+            if let Some(v) = get(engine, id) {
+                let _ = writeln!(
+                    out,
+                    "eqdsd_tunnel_{name}{{peer=\"{}\"}} {v}",
+                    peer.endpoint.ip()
+                );
+            }
+        }
+    }
+}
+
+/// Answers one HTTP request on `stream` with `body` for `GET /metrics` (or `/`), 404
+/// otherwise.
+pub fn answer(mut stream: TcpStream, body: &str) -> io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+    stream.set_write_timeout(Some(Duration::from_millis(200)))?;
+    let mut req = [0u8; 1024];
+    let mut n = 0;
+    while n < req.len() {
+        let got = stream.read(&mut req[n..])?;
+        if got == 0 {
+            break;
+        }
+        n += got;
+        if req[..n].windows(4).any(|w| w == b"\r\n\r\n") || req[..n].contains(&b'\n') {
+            break;
+        }
+    }
+    let line = String::from_utf8_lossy(&req[..n]);
+    let path = line.split_whitespace().nth(1).unwrap_or("");
+    let (status, body) = match path {
+        "/metrics" | "/" => ("200 OK", body),
+        _ => ("404 Not Found", "not found: try /metrics\n"),
+    };
+    write!(
+        stream,
+        "HTTP/1.0 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
