@@ -152,7 +152,7 @@ fn default_ecn_threshold() -> u32 {
     25
 }
 fn default_rto_us() -> u64 {
-    5_000
+    2_000
 }
 fn default_reorder_timeout_us() -> u64 {
     10_000
@@ -396,6 +396,17 @@ impl Config {
         }
         if e.reorder_timeout_us == 0 || e.reorder_timeout_us > 10_000_000 {
             return Err(invalid("eqds.reorder_timeout_us", "must be 1..=10000000"));
+        }
+        if e.reorder_timeout_us <= 3 * e.rto_us {
+            return Err(invalid(
+                "eqds.reorder_timeout_us",
+                format!(
+                    "{} must exceed 3 x eqds.rto_us ({}): repairing a loss takes an RTO, \
+                     a credit-loss timeout of the same length and an RTT, and a hole \
+                     skipped sooner loses the packet",
+                    e.reorder_timeout_us, e.rto_us
+                ),
+            ));
         }
         if !(1..=64).contains(&e.ack_coalesce) {
             return Err(invalid("eqds.ack_coalesce", "must be 1..=64"));

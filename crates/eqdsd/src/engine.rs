@@ -88,8 +88,12 @@ impl Engine {
             next_proto: NextProto::Ipv4,
             seed,
         });
-        // Per-tunnel reorder span: the window plus what retransmissions add.
-        let reorder_window = 4 * config.window_packets;
+        // Per-tunnel reorder span. Without trimming a loss is found only by the RTO
+        // (and its credit by the credit-loss timeout), and the sender keeps sending
+        // meanwhile: the span must hold what the link carries in two RTOs, or the hole
+        // falls out of it and the packet is lost for good. Never less than 4 windows.
+        let per_rto = config.link_rate_bps / 8 * config.rto_us / 1_000_000 / u64::from(charged_mtu);
+        let reorder_window = (2 * per_rto as u32).clamp(4 * config.window_packets, 1 << 14);
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
             credit: ReceiverConfig {
                 link_rate_bps: config.link_rate_bps,

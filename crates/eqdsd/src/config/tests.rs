@@ -82,6 +82,8 @@ fn errors_name_the_key() {
     assert!(e.contains("tunnel"), "{e}");
     let e = err(&MINIMAL.replace("[interface]", "[interface]\nname = \"much-too-long-name\""));
     assert!(e.starts_with("interface.name:"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 5000"));
+    assert!(e.starts_with("eqds.reorder_timeout_us:"), "{e}");
     let e = err("this is = not toml [");
     assert!(e.starts_with("(file):"), "{e}");
 }
