@@ -10,11 +10,16 @@ fi
 
 cargo test --release --workspace
 
-# The real testbed's tests (scripts/testbed.sh) need iperf3 and ping from Debian's
-# packages; install them only when missing (as root, never prompting).
-if ! command -v iperf3 >/dev/null 2>&1 || ! command -v ping >/dev/null 2>&1; then
+# The daemon's binaries, for its testbed tests.
+cargo build --release -p eqdsd
+
+# The real testbed's tests (scripts/testbed.sh, eqdsd) need iperf3, ping and nft (loss
+# injection where the kernel has no sch_netem) from Debian's packages; install them
+# only when missing (as root, never prompting).
+if ! command -v iperf3 >/dev/null 2>&1 || ! command -v ping >/dev/null 2>&1 ||
+    ! command -v nft >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq iperf3 iputils-ping </dev/null
+    apt-get update -qq && apt-get install -y -qq iperf3 iputils-ping nftables </dev/null
 fi
 
 # The experiment tooling (eqds_lab) and its tests, Ray included.

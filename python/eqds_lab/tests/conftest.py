@@ -1,0 +1,3 @@
+"""Fixtures shared by the test modules."""
+
+from netns import testbed  # noqa: F401  (the namespace testbed fixture)

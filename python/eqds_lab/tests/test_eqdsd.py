@@ -1,0 +1,405 @@
+"""eqdsd on the real testbed: kernel TCP, iperf3 and ping through the daemon between
+network namespaces (issue 6's acceptance, at small, fast scales).
+
+Every host runs one daemon with the same peer range: tunnel address 10.77.I.1:7700 owns
+inner address 10.88.I.1. The daemons run SCHED_FIFO (as a dataplane daemon would): on
+two cores shared by every host, router and iperf3, an ordinary task is descheduled for
+milliseconds, and the PULLs it owes go out late and in a burst.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+import pytest
+from netns import Bed, needs_netns, run
+
+pytestmark = needs_netns
+
+ROOT = Path(__file__).resolve().parents[3]
+EQDSD = Path(os.environ.get("EQDSD_BIN", ROOT / "target" / "release" / "eqdsd"))
+EQDSCTL = EQDSD.with_name("eqdsctl")
+
+
+def inner(index: int) -> str:
+    """The inner (EQDS) address of host `index`."""
+    return f"10.88.{index}.1"
+
+
+def config_text(index: int, rate: str, extra: str = "", tunnel: str = "") -> str:
+    """Host `index`'s configuration; `extra` goes into [eqds], `tunnel` into [tunnel]."""
+    return f"""
+[interface]
+address = "{inner(index)}/16"
+[tunnel]
+listen = "10.77.{index}.1:7700"
+{tunnel}
+[eqds]
+link_rate = "{rate}"
+{extra}
+[[peer_range]]
+endpoints = "10.77.0.0/16"
+port = 7700
+allowed_ips = "10.88.0.0/16"
+"""
+
+
+class Daemons:
+    """eqdsd processes on testbed hosts; all are killed by the fixture."""
+
+    def __init__(self, bed: Bed, workdir: Path) -> None:
+        assert EQDSD.exists(), f"{EQDSD} missing: cargo build --release -p eqdsd"
+        self.bed = bed
+        self.workdir = workdir
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def start(self, index: int, rate: str, extra: str = "", tunnel: str = "") -> None:
+        cfg = self.workdir / f"h{index}.toml"
+        cfg.write_text(config_text(index, rate, extra, tunnel))
+        log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
+        ns = self.bed.host(index)["netns"]
+        self.procs[index] = subprocess.Popen(
+            ["ip", "netns", "exec", ns, "chrt", "-f", "10", str(EQDSD), "--config", str(cfg)],
+            stdout=log,
+            stderr=log,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.procs[index].poll() is not None:
+                raise AssertionError(f"eqdsd on h{index} exited:\n{self.log(index)}")
+            probe = subprocess.run(
+                ["ip", "netns", "exec", ns, str(EQDSCTL), "counters"],
+                capture_output=True,
+                check=False,
+            )
+            if probe.returncode == 0:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"eqdsd on h{index} not answering:\n{self.log(index)}")
+
+    def log(self, index: int) -> str:
+        return (self.workdir / f"h{index}.log").read_text(errors="replace")
+
+    def stop(self, index: int, sig: int = signal.SIGTERM) -> int:
+        proc = self.procs.pop(index)
+        # `ip netns exec` execs the daemon, so the pid is the daemon's.
+        proc.send_signal(sig)
+        return proc.wait(timeout=10)
+
+    def metrics(self, index: int) -> dict[str, float]:
+        """Every sample of the daemon's metrics, keyed by name{labels}."""
+        out = self.bed.in_host(index, str(EQDSCTL), "raw")
+        samples = {}
+        for line in out.splitlines():
+            if line and not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                samples[key] = float(value)
+        return samples
+
+    def stop_all(self) -> None:
+        for index in list(self.procs):
+            self.stop(index, signal.SIGKILL)
+
+
+@pytest.fixture
+def daemons(testbed: Bed, tmp_path: Path) -> Iterator[Daemons]:
+    d = Daemons(testbed, tmp_path)
+    try:
+        yield d
+    finally:
+        d.stop_all()
+
+
+def tx_bytes(netns: str, dev: str) -> int:
+    out = run(["ip", "-j", "-s", "-n", netns, "link", "show", "dev", dev]).stdout
+    return int(json.loads(out)[0]["stats64"]["tx"]["bytes"])
+
+
+def jain(xs: list[float]) -> float:
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def received_mbps(result: dict) -> float:
+    return result["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
+def shares_while_all_run(
+    testbed: Bed, daemons: Daemons, receiver: int, jobs: list, seconds: int
+) -> dict[int, float]:
+    """Starts `jobs` (callables running one iperf3 client each for `seconds`) together
+    and returns each sending host's rate into `receiver` in Mbit/s, from the receiving
+    daemon's per-peer byte counters over the middle of the run, when every flow is up
+    (iperf3's own figures cover each client's own, staggered, interval)."""
+
+    def per_peer() -> dict[int, float]:
+        m = daemons.metrics(receiver)
+        out = {}
+        for key, value in m.items():
+            if key.startswith('eqdsd_tunnel_rx_bytes_total{peer="10.77.'):
+                out[int(key.split(".")[2])] = value
+        return out
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        time.sleep(1.5)
+        t0, before = time.monotonic(), per_peer()
+        time.sleep(seconds - 3)
+        t1, after = time.monotonic(), per_peer()
+        for f in futures:
+            f.result()
+    return {h: (after[h] - before.get(h, 0)) * 8 / (t1 - t0) / 1e6 for h in after}
+
+
+def test_one_tcp_flow_fills_the_bottleneck(testbed: Bed, daemons: Daemons) -> None:
+    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
+    for h in (1, 2):
+        daemons.start(h, "200mbit")
+    ping = testbed.in_host(1, "ping", "-c", "3", "-i", "0.2", "-W", "2", inner(2))
+    assert " 0% packet loss" in ping, ping
+
+    testbed.iperf3_server(2, 5201, addr=inner(2))
+    result = testbed.iperf3_client(1, 2, 5201, "-C", "cubic", seconds=4, addr=inner(2))
+    mbps = received_mbps(result)
+    m = daemons.metrics(1)
+    # Issue 6 asks for 90%; the TCP payload can be at most 1404/1514 = 92.7% of the
+    # wire (MSS 1404 after 58 bytes of tunnel, IP, TCP options and Ethernet). What this
+    # two-core testbed gives is recorded in the issue note; this guards regressions.
+    assert mbps >= 0.80 * 200, f"{mbps:.1f} Mbit/s through eqdsd of 200: {m}"
+    assert (
+        m['eqdsd_tunnel_tx_bytes_total{peer="10.77.2.1"}']
+        > 0.8 * result["end"]["sum_received"]["bytes"]
+    )
+
+
+def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
+    testbed.up("--hosts", "9", "--rate", "200mbit", "--queue", "15")
+    for h in range(1, 10):
+        daemons.start(h, "200mbit")
+    for s in range(1, 9):
+        testbed.iperf3_server(9, 5200 + s, addr=inner(9))
+    jobs = [
+        partial(testbed.iperf3_client, s, 9, 5200 + s, "-C", "cubic", seconds=6, addr=inner(9))
+        for s in range(1, 9)
+    ]
+    shares = shares_while_all_run(testbed, daemons, 9, jobs, seconds=6)
+    rates = [shares[s] for s in range(1, 9)]
+    fairness = jain(rates)
+    total = sum(rates)
+    # The counters count inner packets (TCP/IP headers included): compare with the
+    # tc rate less the tunnel's 58 bytes per 1514.
+    assert fairness >= 0.95, f"Jain {fairness:.3f} over {rates}"
+    assert total >= 0.80 * 200, f"aggregate {total:.1f} Mbit/s of 200 ({rates})"
+
+
+def test_a_udp_blaster_gets_only_its_share(testbed: Bed, daemons: Daemons) -> None:
+    testbed.up("--hosts", "6", "--rate", "200mbit", "--queue", "15")
+    for h in range(1, 7):
+        daemons.start(h, "200mbit")
+    for s in range(1, 6):
+        testbed.iperf3_server(6, 5200 + s, addr=inner(6))
+    jobs = [
+        partial(testbed.iperf3_client, s, 6, 5200 + s, "-C", "cubic", seconds=6, addr=inner(6))
+        for s in range(1, 5)
+    ]
+    udp = ("-u", "-b", "250M", "-l", "1400")
+    jobs.append(partial(testbed.iperf3_client, 5, 6, 5205, *udp, seconds=6, addr=inner(6)))
+    shares = shares_while_all_run(testbed, daemons, 6, jobs, seconds=6)
+    tcp_mbps = [shares[s] for s in range(1, 5)]
+    udp_mbps = shares[5]
+    # Five senders, one receiver: a fair share is 40 Mbit/s each.
+    assert udp_mbps <= 0.25 * 200, f"UDP took {udp_mbps:.1f} Mbit/s; TCP {tcp_mbps}"
+    assert min(tcp_mbps) >= 0.15 * 200, f"a TCP flow starved: {tcp_mbps}, UDP {udp_mbps}"
+
+
+def test_garbage_truncated_and_spoofed_packets_only_move_counters(
+    testbed: Bed, daemons: Daemons
+) -> None:
+    testbed.up("--hosts", "3", "--rate", "200mbit", "--queue", "15")
+    for h in (1, 2):
+        daemons.start(h, "200mbit")
+    # Garbage and truncated datagrams to h2's tunnel port, from a peer's address (h1)
+    # and from outside every peer range (h1 itself is in it, so use a second source
+    # address on h1 outside 10.77.0.0/16).
+    testbed.in_host(1, "ip", "addr", "add", "192.0.2.1/32", "dev", "eth0")
+    sender = (
+        "import socket\n"
+        "for src in ('10.77.1.1', '192.0.2.1'):\n"
+        "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "    s.bind((src, 0))\n"
+        "    for payload in (b'\\x10', b'\\x10\\x00\\x00', b'garbage' * 50, bytes(16)):\n"
+        "        s.sendto(payload, ('10.77.2.1', 7700))\n"
+    )
+    testbed.in_host(1, "python3", "-c", sender)
+    # Spoofing: h1's stack sends from 10.88.3.1, an address only h3 may use.
+    testbed.in_host(1, "ip", "addr", "add", f"{inner(3)}/32", "dev", "eqds0")
+    testbed.in_host(1, "ping", "-c", "3", "-i", "0.2", "-W", "1", "-I", inner(3), inner(2),
+                    check=False)  # fmt: skip
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        m = daemons.metrics(2)
+        if m['eqdsd_drops_total{reason="spoofed"}'] >= 3:
+            break
+        time.sleep(0.1)
+    assert m['eqdsd_drops_total{reason="malformed"}'] == 4, m
+    assert m['eqdsd_drops_total{reason="unknown_peer"}'] == 4, m
+    assert m['eqdsd_drops_total{reason="spoofed"}'] == 3, m
+    # Still carrying traffic.
+    ping = testbed.in_host(1, "ping", "-c", "2", "-i", "0.2", "-W", "2", inner(2))
+    assert " 0% packet loss" in ping, ping
+
+
+SENDER = """
+import socket, sys
+size, dst = int(sys.argv[1]), sys.argv[2]
+s = socket.create_connection((dst, 6000), timeout=60)
+block = bytes(range(256)) * 256
+sent = 0
+while sent < size:
+    chunk = block[: min(len(block), size - sent)]
+    s.sendall(chunk)
+    sent += len(chunk)
+s.shutdown(socket.SHUT_WR)
+s.recv(1)
+"""
+
+RECEIVER = """
+import hashlib, socket, sys
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((sys.argv[1], 6000))
+srv.listen(1)
+print("listening", flush=True)
+c, _ = srv.accept()
+c.settimeout(90)
+h, n = hashlib.sha256(), 0
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    h.update(b)
+    n += len(b)
+print(n, h.hexdigest(), flush=True)
+"""
+
+
+def expected_digest(size: int) -> str:
+    block = bytes(range(256)) * 256
+    h, sent = hashlib.sha256(), 0
+    while sent < size:
+        chunk = block[: min(len(block), size - sent)]
+        h.update(chunk)
+        sent += len(chunk)
+    return h.hexdigest()
+
+
+def transfer(testbed: Bed, size: int, during=None) -> tuple[int, str]:
+    """Sends `size` bytes from h1 to h2 over TCP through the tunnel; `during` runs
+    while it is under way. Returns what h2 received: byte count and SHA-256."""
+    recv = subprocess.Popen(
+        ["ip", "netns", "exec", testbed.host(2)["netns"], "python3", "-c", RECEIVER, inner(2)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert recv.stdout is not None
+        assert recv.stdout.readline().strip() == "listening"
+        send = subprocess.Popen(
+            ["ip", "netns", "exec", testbed.host(1)["netns"], "python3", "-c", SENDER,
+             str(size), inner(2)],
+        )  # fmt: skip
+        if during is not None:
+            during()
+        assert send.wait(timeout=120) == 0
+        count, digest = recv.stdout.readline().split()
+        return int(count), digest
+    finally:
+        recv.kill()
+        recv.wait()
+
+
+def test_receiver_daemon_restart_mid_transfer_keeps_bytes_intact(
+    testbed: Bed, daemons: Daemons
+) -> None:
+    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
+    for h in (1, 2):
+        daemons.start(h, "200mbit")
+    size = 40 << 20  # about 1.7 s at 200 Mbit/s
+
+    def restart() -> None:
+        time.sleep(0.7)
+        daemons.stop(2, signal.SIGKILL)
+        time.sleep(0.3)
+        daemons.start(2, "200mbit")
+
+    count, digest = transfer(testbed, size, restart)
+    assert (count, digest) == (size, expected_digest(size))
+    assert daemons.metrics(1)['eqdsd_tunnel_tx_epochs_total{peer="10.77.2.1"}'] >= 1
+
+
+def test_one_percent_loss_on_the_path_still_delivers_everything(
+    testbed: Bed, daemons: Daemons
+) -> None:
+    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
+    router = testbed.summary["routers"][0]["netns"]
+    # sch_netem is not in every kernel; nftables' random numbers drop 1% as well.
+    rules = (
+        "add table ip lossy\n"
+        "add chain ip lossy forward_loss { type filter hook forward priority 0; }\n"
+        "add rule ip lossy forward_loss udp dport 7700 numgen random mod 100 < 1 counter drop\n"
+    )
+    run(["ip", "netns", "exec", router, "nft", "-f", "-"], input=rules)
+    for h in (1, 2):
+        daemons.start(h, "200mbit")
+    size = 20 << 20
+    count, digest = transfer(testbed, size)
+    assert (count, digest) == (size, expected_digest(size))
+    dropped = run(["ip", "netns", "exec", router, "nft", "list", "table", "ip", "lossy"]).stdout
+    assert "packets 0 " not in dropped, f"the loss rule never fired:\n{dropped}"
+    retransmits = daemons.metrics(1)['eqdsd_tunnel_tx_retransmits_total{peer="10.77.2.1"}']
+    assert retransmits > 0
+
+
+def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Daemons) -> None:
+    testbed.up("--hosts", "4", "--paths", "2", "--rate", "100mbit", "--host-rate", "200mbit",
+               "--queue", "15")  # fmt: skip
+    # Without eqdsd one TCP flow hashes onto one 100 Mbit/s path.
+    testbed.iperf3_server(3, 5201)
+    plain = received_mbps(testbed.iperf3_client(1, 3, 5201, "-C", "cubic", seconds=3))
+    assert plain <= 1.02 * 100, plain
+    before = {r: tx_bytes(f"{testbed.prefix}-{r}", "right") for r in ("r1", "r2")}
+    for h in (1, 3):
+        daemons.start(h, "200mbit", tunnel="paths = 32")
+    testbed.iperf3_server(3, 5202, addr=inner(3))
+    result = testbed.iperf3_client(1, 3, 5202, "-C", "cubic", seconds=4, addr=inner(3))
+    mbps = received_mbps(result)
+    moved = {r: tx_bytes(f"{testbed.prefix}-{r}", "right") - before[r] for r in ("r1", "r2")}
+    total = sum(moved.values())
+    for router, nbytes in moved.items():
+        assert nbytes > 0.3 * total, f"{router} carried {nbytes} of {total} bytes: {moved}"
+    assert mbps >= 1.15 * 100, f"{mbps:.1f} Mbit/s over two 100 Mbit/s paths (plain {plain:.1f})"
+
+
+def test_sigterm_removes_the_interface(testbed: Bed, daemons: Daemons) -> None:
+    testbed.up("--hosts", "2")
+    daemons.start(1, "500mbit")
+    assert "eqds0" in testbed.in_host(1, "ip", "-o", "link", "show")
+    assert daemons.stop(1) == 0
+    assert "eqds0" not in testbed.in_host(1, "ip", "-o", "link", "show")
+
+
+def test_bad_config_names_the_key(tmp_path: Path) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(config_text(1, "fast"))
+    r = subprocess.run([str(EQDSD), "--config", str(cfg), "--check"], capture_output=True,
+                       text=True, check=False)  # fmt: skip
+    assert r.returncode == 2
+    assert "eqds.link_rate" in r.stderr, r.stderr
