@@ -87,3 +87,11 @@ fn errors_name_the_key() {
     let e = err("this is = not toml [");
     assert!(e.starts_with("(file):"), "{e}");
 }
+
+#[test]
+fn the_packaged_example_is_valid() {
+    let text = include_str!("../../../../packaging/eqdsd.toml");
+    let c = Config::parse(text).unwrap();
+    assert_eq!(c.listen, "10.77.1.1:7700".parse().unwrap());
+    assert_eq!(c.peer_ranges.len(), 1);
+}
