@@ -10,104 +10,31 @@ milliseconds, and the PULLs it owes go out late and in a burst.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
 import pytest
-from netns import Bed, needs_netns, run
 
-pytestmark = needs_netns
+from eqds_lab.experiment import jain
+from eqds_lab.testbed import (
+    EQDSD,
+    Bed,
+    Daemons,
+    config_text,
+    inner,
+    netns_possible,
+    received_mbps,
+    run,
+    shares_while_all_run,
+    tx_bytes,
+)
 
-ROOT = Path(__file__).resolve().parents[3]
-EQDSD = Path(os.environ.get("EQDSD_BIN", ROOT / "target" / "release" / "eqdsd"))
-EQDSCTL = EQDSD.with_name("eqdsctl")
-
-
-def inner(index: int) -> str:
-    """The inner (EQDS) address of host `index`."""
-    return f"10.88.{index}.1"
-
-
-def config_text(index: int, rate: str, extra: str = "", tunnel: str = "") -> str:
-    """Host `index`'s configuration; `extra` goes into [eqds], `tunnel` into [tunnel]."""
-    return f"""
-[interface]
-address = "{inner(index)}/16"
-[tunnel]
-listen = "10.77.{index}.1:7700"
-{tunnel}
-[eqds]
-link_rate = "{rate}"
-{extra}
-[[peer_range]]
-endpoints = "10.77.0.0/16"
-port = 7700
-allowed_ips = "10.88.0.0/16"
-"""
-
-
-class Daemons:
-    """eqdsd processes on testbed hosts; all are killed by the fixture."""
-
-    def __init__(self, bed: Bed, workdir: Path) -> None:
-        assert EQDSD.exists(), f"{EQDSD} missing: cargo build --release -p eqdsd"
-        self.bed = bed
-        self.workdir = workdir
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
-
-    def start(self, index: int, rate: str, extra: str = "", tunnel: str = "") -> None:
-        cfg = self.workdir / f"h{index}.toml"
-        cfg.write_text(config_text(index, rate, extra, tunnel))
-        log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
-        ns = self.bed.host(index)["netns"]
-        self.procs[index] = subprocess.Popen(
-            ["ip", "netns", "exec", ns, "chrt", "-f", "10", str(EQDSD), "--config", str(cfg)],
-            stdout=log,
-            stderr=log,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.procs[index].poll() is not None:
-                raise AssertionError(f"eqdsd on h{index} exited:\n{self.log(index)}")
-            probe = subprocess.run(
-                ["ip", "netns", "exec", ns, str(EQDSCTL), "counters"],
-                capture_output=True,
-                check=False,
-            )
-            if probe.returncode == 0:
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"eqdsd on h{index} not answering:\n{self.log(index)}")
-
-    def log(self, index: int) -> str:
-        return (self.workdir / f"h{index}.log").read_text(errors="replace")
-
-    def stop(self, index: int, sig: int = signal.SIGTERM) -> int:
-        proc = self.procs.pop(index)
-        # `ip netns exec` execs the daemon, so the pid is the daemon's.
-        proc.send_signal(sig)
-        return proc.wait(timeout=10)
-
-    def metrics(self, index: int) -> dict[str, float]:
-        """Every sample of the daemon's metrics, keyed by name{labels}."""
-        out = self.bed.in_host(index, str(EQDSCTL), "raw")
-        samples = {}
-        for line in out.splitlines():
-            if line and not line.startswith("#"):
-                key, value = line.rsplit(" ", 1)
-                samples[key] = float(value)
-        return samples
-
-    def stop_all(self) -> None:
-        for index in list(self.procs):
-            self.stop(index, signal.SIGKILL)
+_why_not = netns_possible()
+pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
 
 
 @pytest.fixture
@@ -117,46 +44,6 @@ def daemons(testbed: Bed, tmp_path: Path) -> Iterator[Daemons]:
         yield d
     finally:
         d.stop_all()
-
-
-def tx_bytes(netns: str, dev: str) -> int:
-    out = run(["ip", "-j", "-s", "-n", netns, "link", "show", "dev", dev]).stdout
-    return int(json.loads(out)[0]["stats64"]["tx"]["bytes"])
-
-
-def jain(xs: list[float]) -> float:
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
-
-
-def received_mbps(result: dict) -> float:
-    return result["end"]["sum_received"]["bits_per_second"] / 1e6
-
-
-def shares_while_all_run(
-    testbed: Bed, daemons: Daemons, receiver: int, jobs: list, seconds: int
-) -> dict[int, float]:
-    """Starts `jobs` (callables running one iperf3 client each for `seconds`) together
-    and returns each sending host's rate into `receiver` in Mbit/s, from the receiving
-    daemon's per-peer byte counters over the middle of the run, when every flow is up
-    (iperf3's own figures cover each client's own, staggered, interval)."""
-
-    def per_peer() -> dict[int, float]:
-        m = daemons.metrics(receiver)
-        out = {}
-        for key, value in m.items():
-            if key.startswith('eqdsd_tunnel_rx_bytes_total{peer="10.77.'):
-                out[int(key.split(".")[2])] = value
-        return out
-
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        futures = [pool.submit(job) for job in jobs]
-        time.sleep(1.5)
-        t0, before = time.monotonic(), per_peer()
-        time.sleep(seconds - 3)
-        t1, after = time.monotonic(), per_peer()
-        for f in futures:
-            f.result()
-    return {h: (after[h] - before.get(h, 0)) * 8 / (t1 - t0) / 1e6 for h in after}
 
 
 def test_one_tcp_flow_fills_the_bottleneck(testbed: Bed, daemons: Daemons) -> None:

@@ -10,14 +10,12 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from netns import TESTBED, Bed, namespaces, needs_netns, run  # noqa: F401
+import pytest
 
-pytestmark = needs_netns
+from eqds_lab.testbed import Bed, namespaces, netns_possible, run, tx_bytes
 
-
-def tx_bytes(netns: str, dev: str) -> int:
-    out = run(["ip", "-j", "-s", "-n", netns, "link", "show", "dev", dev]).stdout
-    return int(json.loads(out)[0]["stats64"]["tx"]["bytes"])
+_why_not = netns_possible()
+pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
 
 
 def test_one_path_tcp_reaches_the_tc_rate_and_ping_works(testbed: Bed) -> None:

@@ -1,0 +1,240 @@
+"""The namespace testbed (scripts/testbed.sh) and eqdsd daemons on it, driven from
+Python: shared by the testbed's and the daemon's tests and by experiments/eqdsd-testbed.
+Needs root, iproute2, iperf3 and ping (scripts/test.sh installs them)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[4]
+TESTBED = ROOT / "scripts" / "testbed.sh"
+EQDSD = Path(os.environ.get("EQDSD_BIN", ROOT / "target" / "release" / "eqdsd"))
+EQDSCTL = EQDSD.with_name("eqdsctl")
+_counter = itertools.count()
+
+
+def run(
+    cmd: list[str], timeout: float = 30, input: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Runs a command; on failure (when `check`) the error shows its output."""
+    try:
+        return subprocess.run(
+            cmd, check=check, timeout=timeout, capture_output=True, text=True, input=input
+        )
+    except subprocess.CalledProcessError as e:
+        raise AssertionError(
+            f"{' '.join(cmd)} failed ({e.returncode}):\n{e.stdout}\n{e.stderr}"
+        ) from None
+
+
+def netns_possible() -> str | None:
+    """None if this process may create network namespaces, else why not."""
+    probe = f"eqtbprobe{os.getpid()}"
+    try:
+        r = subprocess.run(
+            ["ip", "netns", "add", probe], check=False, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot run `ip netns add`: {e}"
+    if r.returncode != 0:
+        return f"`ip netns add` is impossible here (needs root): {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "delete", probe], check=False, capture_output=True, timeout=10)
+    return None
+
+
+def namespaces(prefix: str) -> list[str]:
+    out = run(["ip", "netns", "list"]).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith(f"{prefix}-")]
+
+
+class Bed:
+    """One testbed: brought up by `up`, always torn down by the fixture."""
+
+    def __init__(self) -> None:
+        self.prefix = f"tb{os.getpid()}n{next(_counter)}"
+        self.servers: list[subprocess.Popen[bytes]] = []
+        self.summary: dict = {}
+
+    def script(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return run(["bash", str(TESTBED), *args], timeout=timeout)
+
+    def up(self, *args: str) -> dict:
+        self.script("up", "--prefix", self.prefix, *args)
+        self.summary = json.loads(Path(f"/run/{self.prefix}-testbed.json").read_text())
+        return self.summary
+
+    def down(self) -> None:
+        self.script("down", "--prefix", self.prefix)
+
+    def host(self, index: int) -> dict:
+        return self.summary["hosts"][index - 1]
+
+    def in_host(self, index: int, *cmd: str, timeout: float = 30, check: bool = True) -> str:
+        """Runs `cmd` in host `index`'s namespace; its standard output."""
+        ns = self.host(index)["netns"]
+        return run(["ip", "netns", "exec", ns, *cmd], timeout, check=check).stdout
+
+    def iperf3_server(self, index: int, port: int, addr: str | None = None) -> None:
+        """A one-off iperf3 server on host `index`, bound to `addr` (default: the
+        host's testbed address)."""
+        ns, addr = self.host(index)["netns"], addr or self.host(index)["address"]
+        self.servers.append(
+            subprocess.Popen(
+                ["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-B", addr, "-p", str(port)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            listening = run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"])
+            if listening.stdout.strip():
+                return
+            assert self.servers[-1].poll() is None, f"iperf3 server on {ns}:{port} exited"
+            time.sleep(0.05)
+        raise AssertionError(f"iperf3 server on {ns} {addr}:{port} not listening after 10 s")
+
+    def iperf3_client(
+        self, src: int, dst: int, port: int, *args: str, seconds: int = 3, addr: str | None = None
+    ) -> dict:
+        """iperf3 from host `src` to host `dst` (at `addr`, default its testbed address);
+        the parsed JSON report."""
+        out = self.in_host(
+            src,
+            "iperf3", "-c", addr or self.host(dst)["address"], "-p", str(port),
+            "-t", str(seconds),
+            "-J", *args,
+            timeout=seconds + 20,
+        )  # fmt: skip
+        return json.loads(out)
+
+    def kill_servers(self) -> None:
+        for proc in self.servers:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+        self.servers.clear()
+
+
+def inner(index: int) -> str:
+    """The inner (EQDS) address of host `index`."""
+    return f"10.88.{index}.1"
+
+
+def config_text(index: int, rate: str, extra: str = "", tunnel: str = "") -> str:
+    """Host `index`'s configuration; `extra` goes into [eqds], `tunnel` into [tunnel]."""
+    return f"""
+[interface]
+address = "{inner(index)}/16"
+[tunnel]
+listen = "10.77.{index}.1:7700"
+{tunnel}
+[eqds]
+link_rate = "{rate}"
+{extra}
+[[peer_range]]
+endpoints = "10.77.0.0/16"
+port = 7700
+allowed_ips = "10.88.0.0/16"
+"""
+
+
+class Daemons:
+    """eqdsd processes on testbed hosts; all are killed by the fixture."""
+
+    def __init__(self, bed: Bed, workdir: Path) -> None:
+        assert EQDSD.exists(), f"{EQDSD} missing: cargo build --release -p eqdsd"
+        self.bed = bed
+        self.workdir = workdir
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+
+    def start(self, index: int, rate: str, extra: str = "", tunnel: str = "") -> None:
+        cfg = self.workdir / f"h{index}.toml"
+        cfg.write_text(config_text(index, rate, extra, tunnel))
+        log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
+        ns = self.bed.host(index)["netns"]
+        self.procs[index] = subprocess.Popen(
+            ["ip", "netns", "exec", ns, "chrt", "-f", "10", str(EQDSD), "--config", str(cfg)],
+            stdout=log,
+            stderr=log,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.procs[index].poll() is not None:
+                raise AssertionError(f"eqdsd on h{index} exited:\n{self.log(index)}")
+            probe = subprocess.run(
+                ["ip", "netns", "exec", ns, str(EQDSCTL), "counters"],
+                capture_output=True,
+                check=False,
+            )
+            if probe.returncode == 0:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"eqdsd on h{index} not answering:\n{self.log(index)}")
+
+    def log(self, index: int) -> str:
+        return (self.workdir / f"h{index}.log").read_text(errors="replace")
+
+    def stop(self, index: int, sig: int = signal.SIGTERM) -> int:
+        proc = self.procs.pop(index)
+        # `ip netns exec` execs the daemon, so the pid is the daemon's.
+        proc.send_signal(sig)
+        return proc.wait(timeout=10)
+
+    def metrics(self, index: int) -> dict[str, float]:
+        """Every sample of the daemon's metrics, keyed by name{labels}."""
+        out = self.bed.in_host(index, str(EQDSCTL), "raw")
+        samples = {}
+        for line in out.splitlines():
+            if line and not line.startswith("#"):
+                key, value = line.rsplit(" ", 1)
+                samples[key] = float(value)
+        return samples
+
+    def stop_all(self) -> None:
+        for index in list(self.procs):
+            self.stop(index, signal.SIGKILL)
+
+
+def tx_bytes(netns: str, dev: str) -> int:
+    """Bytes interface `dev` of namespace `netns` has sent."""
+    out = run(["ip", "-j", "-s", "-n", netns, "link", "show", "dev", dev]).stdout
+    return int(json.loads(out)[0]["stats64"]["tx"]["bytes"])
+
+
+def received_mbps(result: dict) -> float:
+    return result["end"]["sum_received"]["bits_per_second"] / 1e6
+
+
+def shares_while_all_run(
+    testbed: Bed, daemons: Daemons, receiver: int, jobs: list, seconds: int
+) -> dict[int, float]:
+    """Starts `jobs` (callables running one iperf3 client each for `seconds`) together
+    and returns each sending host's rate into `receiver` in Mbit/s, from the receiving
+    daemon's per-peer byte counters over the middle of the run, when every flow is up
+    (iperf3's own figures cover each client's own, staggered, interval)."""
+
+    def per_peer() -> dict[int, float]:
+        m = daemons.metrics(receiver)
+        out = {}
+        for key, value in m.items():
+            if key.startswith('eqdsd_tunnel_rx_bytes_total{peer="10.77.'):
+                out[int(key.split(".")[2])] = value
+        return out
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        time.sleep(1.5)
+        t0, before = time.monotonic(), per_peer()
+        time.sleep(seconds - 3)
+        t1, after = time.monotonic(), per_peer()
+        for f in futures:
+            f.result()
+    return {h: (after[h] - before.get(h, 0)) * 8 / (t1 - t0) / 1e6 for h in after}
