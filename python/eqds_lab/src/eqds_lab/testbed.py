@@ -87,7 +87,20 @@ class Bed:
         ns, addr = self.host(index)["netns"], addr or self.host(index)["address"]
         self.servers.append(
             subprocess.Popen(
-                ["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-B", addr, "-p", str(port)],
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    ns,
+                    "iperf3",
+                    "-s",
+                    "-1",
+                    "-J",
+                    "-B",
+                    addr,
+                    "-p",
+                    str(port),
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""eqdsd on the namespace testbed: issue 6's acceptance measurements, with and without
+the daemon.
+
+Hosts are network namespaces behind one router (scripts/testbed.sh), 200 Mbit/s links
+shaped by tc, kernel TCP Cubic and iperf3. Every configuration is measured twice, once
+through eqdsd (RTS mode, one daemon per host at SCHED_FIFO, link_rate = the tc rate) and
+once on the plain path:
+
+1. one TCP flow, 15-packet bottleneck queue: goodput as a fraction of the tc rate;
+2. 8-to-1 TCP incast: Jain index and aggregate, with a 15-packet queue (and, without
+   eqdsd, a 1000-packet queue);
+3. ping from an idle ninth host to the incast receiver during the incast: eqdsd with
+   the shallow queue against the plain path with the deep queue;
+4. a line-rate UDP sender against four TCP flows into one receiver: UDP's share;
+5. two parallel 100 Mbit/s paths (hosts on 200 Mbit/s): one TCP flow.
+
+Per-flow rates come from iperf3's one-second intervals over the seconds every flow
+was running (clients start within half a second of each other). Writes result.json and
+a README section; the numbers depend on the machine (two cores here, shared by every
+host, router and daemon).
+
+Usage: python3 experiments/eqdsd-testbed/run.py [--results DIR]
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from eqds_lab import Quantity, write_result
+from eqds_lab.experiment import jain, parse_args
+from eqds_lab.testbed import Bed, Daemons, inner
+
+HERE = Path(__file__).resolve().parent
+RATE_MBPS = 200
+SECONDS = 8
+
+
+def mid_rate(result: dict) -> float:
+    """Mean rate the receiver saw (Mbit/s) over seconds 2 .. SECONDS-1 of one iperf3
+    test (the server's intervals: for UDP the client's would be the sending rate)."""
+    rates = [
+        i["sum"]["bits_per_second"] / 1e6
+        for i in result["server_output_json"]["intervals"]
+        if 2 <= i["sum"]["start"] < SECONDS - 1
+    ]
+    return statistics.fmean(rates)
+
+
+class Setup:
+    """A fresh testbed with (or without) a daemon on every host."""
+
+    def __init__(self, hosts: int, eqdsd: bool, *up_args: str, daemon_rate: str = "200mbit"):
+        self.bed = Bed()
+        self.bed.up("--hosts", str(hosts), *up_args)
+        self.eqdsd = eqdsd
+        self.tmp = tempfile.TemporaryDirectory()
+        self.daemons = Daemons(self.bed, Path(self.tmp.name))
+        if eqdsd:
+            for h in range(1, hosts + 1):
+                self.daemons.start(h, daemon_rate, tunnel="paths = 32")
+
+    def addr(self, host: int) -> str:
+        return inner(host) if self.eqdsd else self.bed.host(host)["address"]
+
+    def flows(self, pairs: list[tuple[int, int]], udp: set[int] = frozenset()) -> list[dict]:
+        """One iperf3 flow per (src, dst) pair, all at once; their JSON reports."""
+        for k, (_, dst) in enumerate(pairs):
+            self.bed.iperf3_server(dst, 5201 + k, addr=self.addr(dst))
+        with ThreadPoolExecutor(len(pairs)) as pool:
+            futures = []
+            for k, (src, dst) in enumerate(pairs):
+                extra = ("-u", "-b", "250M", "-l", "1400") if k in udp else ("-C", "cubic")
+                extra += ("--get-server-output",)
+                futures.append(
+                    pool.submit(
+                        self.bed.iperf3_client,
+                        src,
+                        dst,
+                        5201 + k,
+                        *extra,
+                        seconds=SECONDS,
+                        addr=self.addr(dst),
+                    )
+                )
+            return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self.daemons.stop_all()
+        self.bed.kill_servers()
+        self.bed.down()
+        self.tmp.cleanup()
+
+
+def ping_stats(bed: Bed, src: int, dst_addr: str, count: int, delay: float) -> dict:
+    """Starts `count` pings 50 ms apart after `delay` seconds; median and p99 RTT (ms)."""
+    time.sleep(delay)
+    out = bed.in_host(
+        src,
+        "ping",
+        "-c",
+        str(count),
+        "-i",
+        "0.05",
+        "-W",
+        "2",
+        dst_addr,
+        timeout=count + 30,
+        check=False,
+    )
+    rtts = sorted(float(t.split("=")[1]) for t in out.split() if t.startswith("time="))
+    if not rtts:
+        return {"median_ms": None, "p99_ms": None, "received": 0}
+    return {
+        "median_ms": round(statistics.median(rtts), 3),
+        "p99_ms": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 3),
+        "received": len(rtts),
+    }
+
+
+def single_flow(eqdsd: bool) -> float:
+    s = Setup(2, eqdsd, "--rate", "200mbit", "--queue", "15")
+    try:
+        return mid_rate(s.flows([(1, 2)])[0])
+    finally:
+        s.close()
+
+
+def incast(eqdsd: bool, queue: int) -> dict:
+    """8-to-1 incast into host 9, host 10 pinging host 9 meanwhile."""
+    s = Setup(10, eqdsd, "--rate", "200mbit", "--queue", str(queue))
+    try:
+        idle = ping_stats(s.bed, 10, s.addr(9), 20, 0)
+        with ThreadPoolExecutor(1) as pool:
+            loaded = pool.submit(ping_stats, s.bed, 10, s.addr(9), 60, 2.5)
+            rates = [mid_rate(r) for r in s.flows([(h, 9) for h in range(1, 9)])]
+            ping = loaded.result()
+        return {
+            "rates_mbps": [round(r, 1) for r in rates],
+            "jain": round(jain(rates), 4),
+            "aggregate_mbps": round(sum(rates), 1),
+            "ping_idle": idle,
+            "ping_loaded": ping,
+        }
+    finally:
+        s.close()
+
+
+def udp_share(eqdsd: bool) -> dict:
+    s = Setup(6, eqdsd, "--rate", "200mbit", "--queue", "15")
+    try:
+        results = s.flows([(h, 6) for h in range(1, 6)], udp={4})
+        rates = [mid_rate(r) for r in results]
+        return {"tcp_mbps": [round(r, 1) for r in rates[:4]], "udp_mbps": round(rates[4], 1)}
+    finally:
+        s.close()
+
+
+def two_paths(eqdsd: bool) -> float:
+    s = Setup(
+        4,
+        eqdsd,
+        "--paths",
+        "2",
+        "--rate",
+        "100mbit",
+        "--host-rate",
+        "200mbit",
+        "--queue",
+        "15",
+    )
+    try:
+        return mid_rate(s.flows([(1, 3)])[0])
+    finally:
+        s.close()
+
+
+def main() -> int:
+    args = parse_args(__doc__, HERE)
+    m: dict = {}
+    for eqdsd in (True, False):
+        key = "eqdsd" if eqdsd else "plain"
+        print(f"[{key}] one flow", file=sys.stderr)
+        m[f"single_{key}_mbps"] = round(single_flow(eqdsd), 1)
+        print(f"[{key}] incast, 15-packet queue", file=sys.stderr)
+        m[f"incast_{key}_q15"] = incast(eqdsd, 15)
+        print(f"[{key}] UDP against TCP", file=sys.stderr)
+        m[f"udp_{key}"] = udp_share(eqdsd)
+        print(f"[{key}] two paths", file=sys.stderr)
+        m[f"two_paths_{key}_mbps"] = round(two_paths(eqdsd), 1)
+    print("[plain] incast, 1000-packet queue", file=sys.stderr)
+    m["incast_plain_q1000"] = incast(False, 1000)
+
+    packet_ms = 1514 * 8 / (RATE_MBPS * 1e6) * 1e3
+    e15, p1000 = m["incast_eqdsd_q15"], m["incast_plain_q1000"]
+    quantities = [
+        Quantity("one TCP flow through eqdsd / tc rate", 0.95, m["single_eqdsd_mbps"] / 200, 0.05),
+        Quantity("8-to-1 incast through eqdsd, 15-packet queue: Jain", 1.0, e15["jain"], 0.05),
+        Quantity(
+            "8-to-1 incast through eqdsd: aggregate / tc rate",
+            0.95,
+            e15["aggregate_mbps"] / 200,
+            0.05,
+        ),
+        Quantity(
+            "UDP share against 4 TCP through eqdsd",
+            0.2,
+            m["udp_eqdsd"]["udp_mbps"] / 200,
+            0.05,
+        ),
+        Quantity(
+            "one TCP flow over two 100 Mbit/s paths through eqdsd / one path",
+            2.0,
+            m["two_paths_eqdsd_mbps"] / 100,
+            0.8,
+        ),
+    ]
+    loaded = e15["ping_loaded"]["median_ms"]
+    idle = e15["ping_idle"]["median_ms"]
+    m["ping_rise_eqdsd_q15_packet_times"] = (
+        round((loaded - idle) / packet_ms, 1) if loaded and idle else None
+    )
+    m["ping_loaded_plain_q1000_ms"] = p1000["ping_loaded"]["median_ms"]
+    args.results.mkdir(parents=True, exist_ok=True)
+    ok = write_result(
+        args.results,
+        "Issue 6 acceptance (EQDS NSDI'22 testbed claims, on namespaces)",
+        "Namespaces behind one router, 200 Mbit/s tc htb links, 15-packet pfifo bottleneck "
+        "(1000 for the deep case), Cubic, iperf3 8 s (rates over seconds 2-7), eqdsd in RTS "
+        "mode with link_rate 200mbit and 32 source ports; two cores shared by everything.",
+        quantities,
+        experiment="eqdsd-testbed",
+        also_measured=m,
+    )
+    print(
+        "\n".join(
+            f"{q.name}: ours {q.ours:.3f} (target {q.paper} +- {q.tolerance})" for q in quantities
+        )
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except subprocess.CalledProcessError as e:
+        print(e.stderr, file=sys.stderr)
+        raise
