@@ -75,6 +75,12 @@ struct TunnelSection {
     paths: u16,
     #[serde(default = "default_link_overhead")]
     link_overhead: u32,
+    #[serde(default = "default_offload")]
+    offload: bool,
+}
+
+fn default_offload() -> bool {
+    false
 }
 
 fn default_mtu() -> u32 {
@@ -158,7 +164,7 @@ fn default_reorder_timeout_us() -> u64 {
     10_000
 }
 fn default_ack_coalesce() -> u32 {
-    4
+    8
 }
 fn default_max_peers() -> u32 {
     1024
@@ -259,6 +265,8 @@ pub struct Config {
     /// Bytes the bottleneck link adds per packet beyond the IP packet (Ethernet 14),
     /// so that credit pays for what occupies the link.
     pub link_overhead: u32,
+    /// TUN offloads: TSO super-packets in (segmented by the daemon), GRO on writes.
+    pub offload: bool,
     /// First-RTT mode.
     pub mode: Mode,
     /// Receiving access link rate, bits per second: PULLs are paced at it.
@@ -468,6 +476,7 @@ impl Config {
             mtu,
             paths: f.tunnel.paths,
             link_overhead: f.tunnel.link_overhead,
+            offload: f.tunnel.offload,
             mode,
             link_rate_bps,
             window_packets: e.window,

@@ -21,6 +21,7 @@ use eqds_proto::time::PS_PER_US;
 
 use crate::config::Config;
 use crate::engine::{Datagram, Engine};
+use crate::gso;
 use crate::metrics;
 use crate::pool::{BufId, INNER};
 use crate::sys::tun::Tun;
@@ -46,6 +47,7 @@ pub fn run(config: &Config) -> Result<()> {
         config.address,
         config.inner_mtu(),
         &config.routes,
+        config.offload,
     )
     .with_context(|| format!("creating TUN device {}", config.ifname))?;
     let sockets = Sockets::bind(config.listen, config.paths)?;
@@ -92,6 +94,11 @@ pub fn run(config: &Config) -> Result<()> {
     let mut received: Vec<Received> = Vec::with_capacity(BATCH);
     let mut outgoing: Vec<Datagram> = Vec::with_capacity(4 * BATCH);
     let mut text = String::new();
+    let mut next_path = 0;
+    // With offloads a TUN read is up to 64 KB, cut into MTU-sized packets.
+    let mut tun_read = vec![0u8; gso::VNET_HDR_LEN + 65_536];
+    let mut segment = Vec::with_capacity(65_536);
+    let inner_mtu = config.inner_mtu() as usize;
     let (mut udp_ready, mut tun_ready) = (true, true);
     let mut busy = true;
     loop {
@@ -129,13 +136,20 @@ pub fn run(config: &Config) -> Result<()> {
             udp_ready = read_udp(&sockets, &mut engine, epoch, &mut rx_bufs, &mut received)?;
         }
         if tun_ready {
-            tun_ready = read_tun(&tun, &mut engine, epoch)?;
+            tun_ready = read_tun(
+                &tun,
+                &mut engine,
+                epoch,
+                inner_mtu,
+                &mut tun_read,
+                &mut segment,
+            )?;
         }
         let now = monotonic_ps() - epoch;
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             engine.handle_timeout(now);
         }
-        flush(&sockets, &tun, &mut engine, &mut outgoing);
+        flush(&sockets, &tun, &mut engine, &mut outgoing, &mut next_path);
 
         let due = engine.poll_timeout();
         let now = monotonic_ps() - epoch;
@@ -179,8 +193,9 @@ fn read_udp(
         let got = received.len();
         bufs.drain(..got);
         for r in received.iter() {
-            engine.handle_datagram(now, r.from, r.buf, r.len, r.truncated);
+            engine.receive_datagram(now, r.from, r.buf, r.len, r.truncated);
         }
+        engine.pump(now);
         if got < BATCH {
             return Ok(false);
         }
@@ -189,42 +204,100 @@ fn read_udp(
 }
 
 /// Reads up to [`TUN_READS_PER_TURN`] packets; returns whether more may be waiting.
-fn read_tun(tun: &Tun, engine: &mut Engine, epoch: u64) -> Result<bool> {
+fn read_tun(
+    tun: &Tun,
+    engine: &mut Engine,
+    epoch: u64,
+    inner_mtu: usize,
+    scratch: &mut [u8],
+    segment: &mut Vec<u8>,
+) -> Result<bool> {
     for _ in 0..TUN_READS_PER_TURN {
-        let Some(b) = engine.alloc() else {
-            return Ok(true);
-        };
-        match tun.read(&mut engine.pool_mut().raw_mut(b)[INNER..]) {
-            Ok(n) => {
-                let now = monotonic_ps() - epoch;
-                engine.handle_tun(now, b, n);
-            }
-            Err(e) => {
-                engine.pool_mut().free(b);
-                match e.kind() {
-                    ErrorKind::WouldBlock => return Ok(false),
-                    ErrorKind::Interrupted => continue,
-                    _ => return Err(io::Error::new(e.kind(), format!("TUN read: {e}")).into()),
+        if !tun.offload() {
+            let Some(b) = engine.alloc() else {
+                return Ok(true);
+            };
+            match tun.read(&mut engine.pool_mut().raw_mut(b)[INNER..]) {
+                Ok(n) => engine.handle_tun(monotonic_ps() - epoch, b, n),
+                Err(e) => {
+                    engine.pool_mut().free(b);
+                    if !tun_read_error(e)? {
+                        return Ok(false);
+                    }
                 }
             }
+            continue;
+        }
+        let n = match tun.read(scratch) {
+            Ok(n) => n,
+            Err(e) => {
+                if tun_read_error(e)? {
+                    continue;
+                }
+                return Ok(false);
+            }
+        };
+        let now = monotonic_ps() - epoch;
+        let mut emit = |pkt: &[u8]| {
+            let Some(b) = engine.alloc() else {
+                return;
+            };
+            if pkt.len() > inner_mtu {
+                engine.counters_mut().drop_too_large += 1;
+                engine.pool_mut().free(b);
+                return;
+            }
+            engine.pool_mut().raw_mut(b)[INNER..INNER + pkt.len()].copy_from_slice(pkt);
+            engine.handle_tun(now, b, pkt.len());
+        };
+        if gso::segment(&scratch[..n], inner_mtu, &mut emit, segment).is_err() {
+            engine.counters_mut().drop_tun_malformed += 1;
         }
     }
     Ok(true)
 }
 
+/// Classifies a TUN read error: `Ok(true)` to retry, `Ok(false)` when nothing is
+/// waiting, an error for anything else.
+fn tun_read_error(e: io::Error) -> Result<bool> {
+    match e.kind() {
+        ErrorKind::WouldBlock => Ok(false),
+        ErrorKind::Interrupted => Ok(true),
+        _ => Err(io::Error::new(e.kind(), format!("TUN read: {e}")).into()),
+    }
+}
+
 /// Sends every datagram and writes every inner packet the engine has released.
-fn flush(sockets: &Sockets, tun: &Tun, engine: &mut Engine, outgoing: &mut Vec<Datagram>) {
+///
+/// All datagrams of one flush leave through one socket, and the next flush uses the
+/// next: spraying moves from packet to packet train. Sending each packet from its own
+/// path id's socket would cost one system call per datagram, the dearest thing the
+/// daemon does; trains of a few packets spread over the paths as well.
+fn flush(
+    sockets: &Sockets,
+    tun: &Tun,
+    engine: &mut Engine,
+    outgoing: &mut Vec<Datagram>,
+    next_path: &mut usize,
+) {
     while engine.datagrams_pending() > 0 {
         outgoing.clear();
+        let mut bytes = 0u64;
         while outgoing.len() < outgoing.capacity() {
             match engine.pop_datagram() {
-                Some(d) => outgoing.push(d),
+                Some(d) => {
+                    bytes += (d.header.len()
+                        + d.payload.map_or(0, |b| engine.pool().inner(b).len()))
+                        as u64;
+                    outgoing.push(d);
+                }
                 None => break,
             }
         }
-        // Group by path so that each sendmmsg covers one socket.
-        outgoing.sort_by_key(|d| d.path);
-        let refused = sockets.send_all(engine.pool(), outgoing);
+        let path = *next_path;
+        *next_path = (path + 1) % sockets.paths();
+        let refused = sockets.send_all(engine.pool(), outgoing, path);
+        engine.record_path_bytes(path, bytes);
         let c = engine.counters_mut();
         c.udp_tx_datagrams += (outgoing.len() - refused) as u64;
         c.drop_send_error += refused as u64;

@@ -38,8 +38,6 @@ use crate::pool::{BufId, Pool};
 pub struct Datagram {
     /// Where to.
     pub dst: SocketAddrV4,
-    /// Path id: picks the UDP source port (socket), so ECMP spreads the tunnel.
-    pub path: u16,
     /// The EQDS header.
     pub header: [u8; HEADER_LEN],
     /// The inner packet for DATA; `None` for RTS and control packets. The buffer stays
@@ -59,10 +57,8 @@ pub struct Engine {
     /// Scratch list of the control packets of one pump.
     control: Vec<(PeerId, ControlHeader)>,
     to_tun: VecDeque<BufId>,
-    paths: u16,
-    next_control_path: u16,
     ecn_threshold_bytes: u64,
-    /// Bytes sent per path id, for the multipath tests and metrics.
+    /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
 }
 
@@ -127,8 +123,6 @@ impl Engine {
             outbox: VecDeque::new(),
             control: Vec::new(),
             to_tun: VecDeque::new(),
-            paths: config.paths,
-            next_control_path: 0,
             ecn_threshold_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
             path_bytes: vec![0; usize::from(config.paths)],
         }
@@ -178,9 +172,16 @@ impl Engine {
         &self.rx
     }
 
-    /// Bytes sent per path id.
+    /// Bytes sent per UDP source socket.
     pub fn path_bytes(&self) -> &[u64] {
         &self.path_bytes
+    }
+
+    /// The I/O loop sent `bytes` through socket `path`.
+    pub fn record_path_bytes(&mut self, path: usize, bytes: u64) {
+        if let Some(b) = self.path_bytes.get_mut(path) {
+            *b += bytes;
+        }
     }
 
     /// An inner packet of `len` bytes, read from the TUN device into buffer `id` at
@@ -233,6 +234,21 @@ impl Engine {
         len: usize,
         truncated: bool,
     ) {
+        self.receive_datagram(now, from, id, len, truncated);
+        self.pump(now);
+    }
+
+    /// [`Engine::handle_datagram`] without releasing what it made sendable: for a batch
+    /// of datagrams, followed by one [`Engine::pump`]. PULLs owed across the batch
+    /// then leave as one control packet per peer rather than one per datagram.
+    pub fn receive_datagram(
+        &mut self,
+        now: Time,
+        from: SocketAddrV4,
+        id: BufId,
+        len: usize,
+        truncated: bool,
+    ) {
         self.counters.udp_rx_datagrams += 1;
         let peer = match self.peers.accept(*from.ip()) {
             Ok(p) => p,
@@ -273,7 +289,6 @@ impl Engine {
                 }
             }
         }
-        self.pump(now);
     }
 
     /// When [`Engine::handle_timeout`] next has work.
@@ -358,8 +373,9 @@ impl Engine {
     }
 
     /// Moves what the EQIFs release into the outbox: control packets first (they
-    /// carry credit), then DATA and RTS as credit allows.
-    fn pump(&mut self, now: Time) {
+    /// carry credit), then DATA and RTS as credit allows. The `handle_*` calls do this
+    /// themselves; after `receive_*` calls the caller does.
+    pub fn pump(&mut self, now: Time) {
         // Every control packet carries the receiver's cumulative pull number, so a
         // PULL followed in the same batch by any control packet to the same peer says
         // nothing the later one does not: it is left out. A late timer that releases
@@ -380,43 +396,25 @@ impl Engine {
             Header::Control(hdr)
                 .encode(&mut header)
                 .expect("a control header the core built encodes");
-            let path = self.next_control_path;
-            self.next_control_path = (path + 1) % self.paths;
             self.counters.control_sent += 1;
-            self.push(peer, path, header, None, HEADER_LEN);
+            self.push(peer, header, None);
         }
         while let Some(t) = self.tx.poll_transmit(now) {
             let mut header = [0u8; HEADER_LEN];
             Header::Data(t.header)
                 .encode(&mut header)
                 .expect("a data header the core built encodes");
-            let len = match t.payload {
-                Some(id) => {
-                    self.counters.data_sent += 1;
-                    HEADER_LEN + self.pool.inner(id).len()
-                }
-                None => {
-                    self.counters.rts_sent += 1;
-                    HEADER_LEN
-                }
-            };
-            self.push(t.dst, t.header.path_id, header, t.payload, len);
+            match t.payload {
+                Some(_) => self.counters.data_sent += 1,
+                None => self.counters.rts_sent += 1,
+            }
+            self.push(t.dst, header, t.payload);
         }
     }
 
-    fn push(
-        &mut self,
-        peer: PeerId,
-        path: u16,
-        header: [u8; HEADER_LEN],
-        payload: Option<BufId>,
-        len: usize,
-    ) {
-        let path = path % self.paths;
-        self.path_bytes[usize::from(path)] += len as u64;
+    fn push(&mut self, peer: PeerId, header: [u8; HEADER_LEN], payload: Option<BufId>) {
         self.outbox.push_back(Datagram {
             dst: self.peers.get(peer).endpoint,
-            path,
             header,
             payload,
         });

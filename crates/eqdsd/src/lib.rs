@@ -7,6 +7,7 @@
 //! - [`peers`]: which remote daemons exist and which inner addresses each owns;
 //! - [`pool`]: recycled packet buffers;
 //! - [`ipv4`]: the little the daemon reads of inner packets;
+//! - [`gso`]: cutting the TUN device's TCP super-packets into MTU-sized segments;
 //! - [`engine`]: the protocol state joined to peers and buffers, without I/O;
 //! - [`counters`] and [`metrics`]: drop reasons and the Prometheus endpoint;
 //! - [`sys`]: TUN, UDP sockets with batched I/O, clock and timer (all `unsafe` code);
@@ -16,6 +17,7 @@ pub mod config;
 pub mod counters;
 pub mod daemon;
 pub mod engine;
+pub mod gso;
 pub mod ipv4;
 pub mod metrics;
 pub mod peers;

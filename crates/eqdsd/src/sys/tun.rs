@@ -11,10 +11,16 @@ use std::process::Command;
 use ipnet::Ipv4Net;
 
 /// An open TUN device (IFF_TUN, no packet information header, non-blocking).
+///
+/// With offloads, every read and write carries a virtio-net header
+/// ([`crate::gso::VNET_HDR_LEN`] bytes) and reads may return TCP super-packets of up to
+/// 64 KB (TSO): see [`crate::gso`]. Writes go through the kernel's GRO (`IFF_NAPI`),
+/// which merges consecutive segments of a flow before TCP sees them.
 #[derive(Debug)]
 pub struct Tun {
     fd: OwnedFd,
     name: String,
+    offload: bool,
 }
 
 fn ifreq(name: &str) -> io::Result<libc::ifreq> {
@@ -58,7 +64,13 @@ fn check(ret: libc::c_int, what: &str) -> io::Result<()> {
 impl Tun {
     /// Creates TUN device `name` with `address`, `mtu`, up, and routes `routes`
     /// through it (the address's own prefix is routed by the kernel).
-    pub fn create(name: &str, address: Ipv4Net, mtu: u32, routes: &[Ipv4Net]) -> io::Result<Self> {
+    pub fn create(
+        name: &str,
+        address: Ipv4Net,
+        mtu: u32,
+        routes: &[Ipv4Net],
+        offload: bool,
+    ) -> io::Result<Self> {
         let path = CString::new("/dev/net/tun").expect("no NUL in a literal");
         // SAFETY: a valid C string and flags; the result is checked.
         let raw = unsafe {
@@ -70,16 +82,35 @@ impl Tun {
         check(raw, "open /dev/net/tun")?;
         // SAFETY: `raw` is a descriptor we just opened and own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mut flags = libc::IFF_TUN | libc::IFF_NO_PI;
+        if offload {
+            flags |= libc::IFF_VNET_HDR | libc::IFF_NAPI;
+        }
         let mut req = ifreq(name)?;
-        req.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+        req.ifr_ifru.ifru_flags = flags as libc::c_short;
         // SAFETY: TUNSETIFF takes a pointer to an ifreq, which outlives the call.
         check(
             unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut req) },
             "TUNSETIFF",
         )?;
+        if offload {
+            let features = libc::TUN_F_CSUM | libc::TUN_F_TSO4 | libc::TUN_F_TSO_ECN;
+            // SAFETY: TUNSETOFFLOAD takes the feature bits by value.
+            check(
+                unsafe {
+                    libc::ioctl(
+                        fd.as_raw_fd(),
+                        libc::TUNSETOFFLOAD,
+                        features as libc::c_ulong,
+                    )
+                },
+                "TUNSETOFFLOAD",
+            )?;
+        }
         let tun = Self {
             fd,
             name: name.to_owned(),
+            offload,
         };
         tun.configure(address, mtu)?;
         for route in routes {
@@ -145,7 +176,13 @@ impl Tun {
         &self.name
     }
 
-    /// Reads one packet into `buf`; `WouldBlock` when none is waiting.
+    /// Whether reads and writes carry a virtio-net header.
+    pub fn offload(&self) -> bool {
+        self.offload
+    }
+
+    /// Reads one packet into `buf` (after a virtio-net header with offloads);
+    /// `WouldBlock` when none is waiting.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         // SAFETY: `buf` is valid for writes of its length.
         let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
@@ -155,10 +192,23 @@ impl Tun {
         Ok(n as usize)
     }
 
-    /// Writes one packet.
+    /// Writes one IP packet (behind an all-zero virtio-net header with offloads: no
+    /// segmentation, checksums complete).
     pub fn write(&self, pkt: &[u8]) -> io::Result<usize> {
-        // SAFETY: `pkt` is valid for reads of its length.
-        let n = unsafe { libc::write(self.fd.as_raw_fd(), pkt.as_ptr().cast(), pkt.len()) };
+        let vnet = [0u8; crate::gso::VNET_HDR_LEN];
+        let iov = [
+            libc::iovec {
+                iov_base: vnet.as_ptr() as *mut libc::c_void,
+                iov_len: vnet.len(),
+            },
+            libc::iovec {
+                iov_base: pkt.as_ptr() as *mut libc::c_void,
+                iov_len: pkt.len(),
+            },
+        ];
+        let parts = if self.offload { &iov[..] } else { &iov[1..] };
+        // SAFETY: the iovecs point at buffers valid for reads of their lengths.
+        let n = unsafe { libc::writev(self.fd.as_raw_fd(), parts.as_ptr(), parts.len() as i32) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }

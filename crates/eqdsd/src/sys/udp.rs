@@ -1,8 +1,8 @@
 //! The tunnel's UDP sockets, with batched I/O (recvmmsg, sendmmsg).
 //!
 //! Path spraying is by UDP source port: socket 0 is bound to the listen address, and
-//! each further path id gets a socket of its own on an ephemeral port of the same
-//! address. Peers always send to the listen port, so only socket 0 is read.
+//! each further path gets a socket of its own on an ephemeral port of the same address.
+//! Peers always send to the listen port, so only socket 0 is read.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -155,30 +155,25 @@ impl Sockets {
         Ok(())
     }
 
-    /// Sends `datagrams` (header, then the inner packet of the payload buffer) with one
-    /// sendmmsg per run of datagrams on the same path. Returns how many the kernel
-    /// refused; they are dropped (EQDS recovers DATA by retransmission and credit by
-    /// pull numbers).
-    pub fn send_all(&self, pool: &Pool, datagrams: &[Datagram]) -> usize {
-        let mut refused = 0;
-        let mut start = 0;
-        while start < datagrams.len() {
-            let path = datagrams[start].path;
-            let end = datagrams[start..]
-                .iter()
-                .take(BATCH)
-                .position(|d| d.path != path)
-                .map_or((start + BATCH).min(datagrams.len()), |p| start + p);
-            refused += self.send_run(pool, &datagrams[start..end]);
-            start = end;
-        }
-        refused
+    /// The number of sockets, one per path.
+    pub fn paths(&self) -> usize {
+        self.socks.len()
     }
 
-    /// One sendmmsg of at most [`BATCH`] datagrams of one path.
-    fn send_run(&self, pool: &Pool, run: &[Datagram]) -> usize {
+    /// Sends `datagrams` (header, then the inner packet of the payload buffer) through
+    /// socket `path`, [`BATCH`] per sendmmsg. Returns how many the kernel refused; they
+    /// are dropped (EQDS recovers DATA by retransmission and credit by pull numbers).
+    pub fn send_all(&self, pool: &Pool, datagrams: &[Datagram], path: usize) -> usize {
+        datagrams
+            .chunks(BATCH)
+            .map(|run| self.send_run(pool, run, path))
+            .sum()
+    }
+
+    /// One sendmmsg of at most [`BATCH`] datagrams.
+    fn send_run(&self, pool: &Pool, run: &[Datagram], path: usize) -> usize {
         let n = run.len();
-        let sock = &self.socks[usize::from(run[0].path) % self.socks.len()];
+        let sock = &self.socks[path % self.socks.len()];
         // SAFETY: all-zero sockaddr_in, iovec and mmsghdr are valid values.
         let mut addrs: [libc::sockaddr_in; BATCH] = unsafe { std::mem::zeroed() };
         let mut iovs: [[libc::iovec; 2]; BATCH] = unsafe { std::mem::zeroed() };
