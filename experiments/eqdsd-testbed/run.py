@@ -15,6 +15,9 @@ once on the plain path:
 4. a line-rate UDP sender against four TCP flows into one receiver: UDP's share;
 5. two parallel 100 Mbit/s paths (hosts on 200 Mbit/s): one TCP flow.
 
+The UDP sender runs at the daemons' real-time priority: otherwise the daemons leave it
+too little of the two cores to offer line rate, and it starves for CPU, not for credit.
+
 Per-flow rates come from iperf3's one-second intervals over the seconds every flow
 was running (clients start within half a second of each other). Writes result.json and
 a README section; the numbers depend on the machine (two cores here, shared by every

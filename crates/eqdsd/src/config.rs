@@ -149,7 +149,7 @@ fn default_pacing() -> f64 {
     1.0
 }
 fn default_pull_burst() -> u32 {
-    8
+    4
 }
 fn default_timer_granularity_us() -> u64 {
     40

@@ -115,13 +115,23 @@ class Bed:
         raise AssertionError(f"iperf3 server on {ns} {addr}:{port} not listening after 10 s")
 
     def iperf3_client(
-        self, src: int, dst: int, port: int, *args: str, seconds: int = 3, addr: str | None = None
+        self,
+        src: int,
+        dst: int,
+        port: int,
+        *args: str,
+        seconds: int = 3,
+        addr: str | None = None,
+        realtime: bool = False,
     ) -> dict:
         """iperf3 from host `src` to host `dst` (at `addr`, default its testbed address);
-        the parsed JSON report."""
+        the parsed JSON report. `realtime` runs it SCHED_FIFO like the daemons: a UDP
+        sender needs a core to offer line rate, and daemons at real-time priority
+        leave ordinary tasks little of two shared cores."""
+        rt = ("chrt", "-f", "10") if realtime else ()
         out = self.in_host(
             src,
-            "iperf3", "-c", addr or self.host(dst)["address"], "-p", str(port),
+            *rt, "iperf3", "-c", addr or self.host(dst)["address"], "-p", str(port),
             "-t", str(seconds),
             "-J", *args,
             timeout=seconds + 20,
