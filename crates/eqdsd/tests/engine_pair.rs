@@ -234,24 +234,18 @@ fn tun_packets_without_a_peer_or_malformed_are_counted() {
 fn a_restarted_receiver_resynchronises() {
     let mut p = Pair::new("rts");
     let mut got = Vec::new();
-    for tag in 0..50u32 {
-        Pair::write_tun(
-            &mut p.a,
-            p.now,
-            &ip_packet([10, 88, 1, 1], [10, 88, 2, 1], tag, 1000),
-        );
-        got.extend(p.step(5 * PS_PER_US));
-    }
+    // One 1000-byte packet per 5 µs step, tagged from `tags`.
+    let send = |p: &mut Pair, tags: std::ops::Range<u32>, got: &mut Vec<Vec<u8>>| {
+        for tag in tags {
+            let pkt = ip_packet([10, 88, 1, 1], [10, 88, 2, 1], tag, 1000);
+            Pair::write_tun(&mut p.a, p.now, &pkt);
+            got.extend(p.step(5 * PS_PER_US));
+        }
+    };
+    send(&mut p, 0..50, &mut got);
     // The receiving daemon restarts: a fresh engine knows nothing of the tunnel.
     p.b = Engine::new(&config(2, "rts"), 99);
-    for tag in 50..100u32 {
-        Pair::write_tun(
-            &mut p.a,
-            p.now,
-            &ip_packet([10, 88, 1, 1], [10, 88, 2, 1], tag, 1000),
-        );
-        got.extend(p.step(5 * PS_PER_US));
-    }
+    send(&mut p, 50..100, &mut got);
     for _ in 0..5_000 {
         got.extend(p.step(5 * PS_PER_US));
     }

@@ -46,6 +46,16 @@ def daemons(testbed: Bed, tmp_path: Path) -> Iterator[Daemons]:
         d.stop_all()
 
 
+def cubic_jobs(testbed: Bed, senders: range, dst: int, seconds: int) -> list:
+    """One Cubic iperf3 client per sender to `dst`'s inner address (server port 5200 +
+    sender), not yet started."""
+    cubic = ("-C", "cubic")
+    client = testbed.iperf3_client
+    return [
+        partial(client, s, dst, 5200 + s, *cubic, seconds=seconds, addr=inner(dst)) for s in senders
+    ]
+
+
 def test_one_tcp_flow_fills_the_bottleneck(testbed: Bed, daemons: Daemons) -> None:
     testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
     for h in (1, 2):
@@ -73,10 +83,7 @@ def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
         daemons.start(h, "200mbit")
     for s in range(1, 9):
         testbed.iperf3_server(9, 5200 + s, addr=inner(9))
-    jobs = [
-        partial(testbed.iperf3_client, s, 9, 5200 + s, "-C", "cubic", seconds=10, addr=inner(9))
-        for s in range(1, 9)
-    ]
+    jobs = cubic_jobs(testbed, range(1, 9), 9, seconds=10)
     shares = shares_while_all_run(testbed, daemons, 9, jobs, seconds=10)
     rates = [shares[s] for s in range(1, 9)]
     fairness = jain(rates)
@@ -93,11 +100,8 @@ def test_a_udp_blaster_gets_only_its_share(testbed: Bed, daemons: Daemons) -> No
     for h in range(1, 7):
         daemons.start(h, "200mbit")
     for s in range(1, 6):
-        testbed.iperf3_server(6, 5200 + s, addr=inner(6))
-    jobs = [
-        partial(testbed.iperf3_client, s, 6, 5200 + s, "-C", "cubic", seconds=6, addr=inner(6))
-        for s in range(1, 5)
-    ]
+        testbed.iperf3_server(6, 5200 + s, addr=inner(6), realtime=s == 5)
+    jobs = cubic_jobs(testbed, range(1, 5), 6, seconds=6)
     udp = ("-u", "-b", "250M", "-l", "1400")
     jobs.append(
         partial(testbed.iperf3_client, 5, 6, 5205, *udp, seconds=6, addr=inner(6), realtime=True)

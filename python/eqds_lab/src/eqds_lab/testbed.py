@@ -81,28 +81,18 @@ class Bed:
         ns = self.host(index)["netns"]
         return run(["ip", "netns", "exec", ns, *cmd], timeout, check=check).stdout
 
-    def iperf3_server(self, index: int, port: int, addr: str | None = None) -> None:
+    def iperf3_server(
+        self, index: int, port: int, addr: str | None = None, realtime: bool = False
+    ) -> None:
         """A one-off iperf3 server on host `index`, bound to `addr` (default: the
-        host's testbed address)."""
+        host's testbed address); `realtime` as for `iperf3_client` (a UDP receiver
+        needs a core as much as a UDP sender)."""
         ns, addr = self.host(index)["netns"], addr or self.host(index)["address"]
+        rt = ("chrt", "-f", "5") if realtime else ()
+        cmd = ["ip", "netns", "exec", ns, *rt, "iperf3", "-s", "-1", "-J", "-B", addr]
         self.servers.append(
             subprocess.Popen(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    ns,
-                    "iperf3",
-                    "-s",
-                    "-1",
-                    "-J",
-                    "-B",
-                    addr,
-                    "-p",
-                    str(port),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                [*cmd, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
         )
         deadline = time.monotonic() + 10
@@ -125,10 +115,11 @@ class Bed:
         realtime: bool = False,
     ) -> dict:
         """iperf3 from host `src` to host `dst` (at `addr`, default its testbed address);
-        the parsed JSON report. `realtime` runs it SCHED_FIFO like the daemons: a UDP
-        sender needs a core to offer line rate, and daemons at real-time priority
-        leave ordinary tasks little of two shared cores."""
-        rt = ("chrt", "-f", "10") if realtime else ()
+        the parsed JSON report. `realtime` runs it SCHED_FIFO below the daemons
+        (priority 5 against their 10): a UDP sender needs a core to offer line rate,
+        daemons at real-time priority leave ordinary tasks little of two shared cores,
+        and at their own priority it would keep them off its core."""
+        rt = ("chrt", "-f", "5") if realtime else ()
         out = self.in_host(
             src,
             *rt, "iperf3", "-c", addr or self.host(dst)["address"], "-p", str(port),
