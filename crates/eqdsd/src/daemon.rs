@@ -125,6 +125,8 @@ pub fn run(config: &Config) -> Result<()> {
                     }
                 }
                 SIGNALS if signals.pending().next().is_some() => {
+                    engine.close_all(monotonic_ps() - epoch);
+                    flush(&sockets, &tun, &mut engine, &mut outgoing, &mut next_path);
                     eprintln!("eqdsd: terminating; counters: {:?}", engine.counters());
                     return Ok(());
                 }

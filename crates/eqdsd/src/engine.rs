@@ -334,20 +334,23 @@ impl Engine {
         self.pool.free(id);
     }
 
-    /// Forgets every tunnel's state unilaterally, as a restarted daemon would have
-    /// (tests use it to exercise self-synchronisation), freeing what they held.
-    pub fn drop_all_state(&mut self) {
+    /// Tears every tunnel down for a clean shutdown: each receiving tunnel answers
+    /// with an RST, so its sender starts a new epoch at once instead of waiting for a
+    /// timeout, and every buffer held for or from a peer is freed. Then flush the
+    /// outbox (the RSTs) before exiting.
+    pub fn close_all(&mut self, now: Time) {
         let ids: Vec<PeerId> = self.peers.iter().map(|(id, _)| id).collect();
         for peer in ids {
             for b in self.tx.drop_tunnel(peer) {
                 self.pool.free(b);
             }
-            let lost = self.rx.drop_peer(peer);
+            let lost = self.rx.close_peer(peer);
             self.counters.drop_lost_on_restart += lost.len() as u64;
             for b in lost {
                 self.pool.free(b);
             }
         }
+        self.pump(now);
     }
 
     /// Hands delivered packets to the TUN queue (after the anti-spoofing check) and

@@ -51,6 +51,12 @@ pub fn render(engine: &Engine, out: &mut String) {
         "# TYPE eqdsd_in_flight_bytes gauge\neqdsd_in_flight_bytes {}",
         engine.sender().in_flight_bytes()
     );
+    let _ = writeln!(
+        out,
+        "# HELP eqdsd_rst_received_total RSTs received: a peer closed or lost our tunnel\n\
+         # TYPE eqdsd_rst_received_total counter\neqdsd_rst_received_total {}",
+        engine.sender().rst_received()
+    );
 
     // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
     // reorder depth. One line per metric per peer, labelled by the peer's endpoint.

@@ -266,3 +266,19 @@ fn a_restarted_receiver_resynchronises() {
         "a new epoch began"
     );
 }
+
+#[test]
+fn a_clean_shutdown_tells_the_senders() {
+    let mut p = Pair::new("rts");
+    for tag in 0..20u32 {
+        let pkt = ip_packet([10, 88, 1, 1], [10, 88, 2, 1], tag, 500);
+        Pair::write_tun(&mut p.a, p.now, &pkt);
+        p.step(5 * PS_PER_US);
+    }
+    assert_eq!(p.a.sender().rst_received(), 0);
+    p.b.close_all(p.now);
+    assert!(p.b.datagrams_pending() > 0, "an RST is queued");
+    p.step(5 * PS_PER_US);
+    assert!(p.a.sender().rst_received() >= 1, "the sender heard the RST");
+    assert_eq!(p.b.pool().in_use(), 0, "every buffer came back");
+}

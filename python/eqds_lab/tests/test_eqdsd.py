@@ -288,12 +288,17 @@ def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Dae
     assert mbps >= 1.1 * plain, f"{mbps:.1f} Mbit/s over two 100 Mbit/s paths (plain {plain:.1f})"
 
 
-def test_sigterm_removes_the_interface(testbed: Bed, daemons: Daemons) -> None:
+def test_sigterm_removes_the_interface_and_tells_the_peers(testbed: Bed, daemons: Daemons) -> None:
     testbed.up("--hosts", "2")
-    daemons.start(1, "500mbit")
-    assert "eqds0" in testbed.in_host(1, "ip", "-o", "link", "show")
-    assert daemons.stop(1) == 0
-    assert "eqds0" not in testbed.in_host(1, "ip", "-o", "link", "show")
+    for h in (1, 2):
+        daemons.start(h, "500mbit")
+    ping = testbed.in_host(1, "ping", "-c", "2", "-i", "0.2", "-W", "2", inner(2))
+    assert " 0% packet loss" in ping, ping
+    assert "eqds0" in testbed.in_host(2, "ip", "-o", "link", "show")
+    assert daemons.stop(2) == 0
+    assert "eqds0" not in testbed.in_host(2, "ip", "-o", "link", "show")
+    # h2 closed the tunnel h1 had opened to it with an RST.
+    assert daemons.metrics(1)["eqdsd_rst_received_total"] >= 1
 
 
 def test_bad_config_names_the_key(tmp_path: Path) -> None:
