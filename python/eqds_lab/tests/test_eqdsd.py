@@ -46,6 +46,14 @@ def daemons(testbed: Bed, tmp_path: Path) -> Iterator[Daemons]:
         d.stop_all()
 
 
+def star(testbed: Bed, daemons: Daemons, hosts: int, with_daemons) -> None:
+    """A 200 Mbit/s star of `hosts` hosts with 15-packet bottleneck queues, and a
+    daemon (link rate 200 Mbit/s) on each host of `with_daemons`."""
+    testbed.up("--hosts", str(hosts), "--rate", "200mbit", "--queue", "15")
+    for h in with_daemons:
+        daemons.start(h, "200mbit")
+
+
 def cubic_jobs(testbed: Bed, senders: range, dst: int, seconds: int) -> list:
     """One Cubic iperf3 client per sender to `dst`'s inner address (server port 5200 +
     sender), not yet started."""
@@ -57,9 +65,7 @@ def cubic_jobs(testbed: Bed, senders: range, dst: int, seconds: int) -> list:
 
 
 def test_one_tcp_flow_fills_the_bottleneck(testbed: Bed, daemons: Daemons) -> None:
-    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
-    for h in (1, 2):
-        daemons.start(h, "200mbit")
+    star(testbed, daemons, 2, (1, 2))
     ping = testbed.in_host(1, "ping", "-c", "3", "-i", "0.2", "-W", "2", inner(2))
     assert " 0% packet loss" in ping, ping
 
@@ -78,9 +84,7 @@ def test_one_tcp_flow_fills_the_bottleneck(testbed: Bed, daemons: Daemons) -> No
 
 
 def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
-    testbed.up("--hosts", "9", "--rate", "200mbit", "--queue", "15")
-    for h in range(1, 10):
-        daemons.start(h, "200mbit")
+    star(testbed, daemons, 9, range(1, 10))
     for s in range(1, 9):
         testbed.iperf3_server(9, 5200 + s, addr=inner(9))
     jobs = cubic_jobs(testbed, range(1, 9), 9, seconds=10)
@@ -96,9 +100,7 @@ def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
 
 
 def test_a_udp_blaster_gets_only_its_share(testbed: Bed, daemons: Daemons) -> None:
-    testbed.up("--hosts", "6", "--rate", "200mbit", "--queue", "15")
-    for h in range(1, 7):
-        daemons.start(h, "200mbit")
+    star(testbed, daemons, 6, range(1, 7))
     for s in range(1, 6):
         testbed.iperf3_server(6, 5200 + s, addr=inner(6), realtime=True)
     jobs = cubic_jobs(testbed, range(1, 5), 6, seconds=6)
@@ -121,9 +123,7 @@ def test_a_udp_blaster_gets_only_its_share(testbed: Bed, daemons: Daemons) -> No
 def test_garbage_truncated_and_spoofed_packets_only_move_counters(
     testbed: Bed, daemons: Daemons
 ) -> None:
-    testbed.up("--hosts", "3", "--rate", "200mbit", "--queue", "15")
-    for h in (1, 2):
-        daemons.start(h, "200mbit")
+    star(testbed, daemons, 3, (1, 2))
     # Garbage and truncated datagrams to h2's tunnel port, from a peer's address (h1)
     # and from outside every peer range (h1 itself is in it, so use a second source
     # address on h1 outside 10.77.0.0/16).
@@ -227,9 +227,7 @@ def transfer(testbed: Bed, size: int, during=None) -> tuple[int, str]:
 def test_receiver_daemon_restart_mid_transfer_keeps_bytes_intact(
     testbed: Bed, daemons: Daemons
 ) -> None:
-    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
-    for h in (1, 2):
-        daemons.start(h, "200mbit")
+    star(testbed, daemons, 2, (1, 2))
     size = 40 << 20  # about 1.7 s at 200 Mbit/s
 
     def restart() -> None:

@@ -135,39 +135,34 @@ impl Tun {
         // SAFETY: `raw` was just created and is owned here.
         let sock = unsafe { OwnedFd::from_raw_fd(raw) };
         let s = sock.as_raw_fd();
-        let mut req = ifreq(&self.name)?;
-        req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
-        // SAFETY (this and the following ioctls): each takes a pointer to an ifreq that
-        // lives across the call; results are checked.
-        check(
-            unsafe { libc::ioctl(s, libc::SIOCSIFMTU, &mut req) },
-            "SIOCSIFMTU",
-        )?;
-        let mut req = ifreq(&self.name)?;
-        req.ifr_ifru.ifru_addr = sockaddr_in(address.addr());
-        check(
-            unsafe { libc::ioctl(s, libc::SIOCSIFADDR, &mut req) },
-            "SIOCSIFADDR",
-        )?;
-        let mut req = ifreq(&self.name)?;
-        req.ifr_ifru.ifru_netmask = sockaddr_in(address.netmask());
-        check(
-            unsafe { libc::ioctl(s, libc::SIOCSIFNETMASK, &mut req) },
-            "SIOCSIFNETMASK",
-        )?;
-        let mut req = ifreq(&self.name)?;
-        check(
-            unsafe { libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req) },
-            "SIOCGIFFLAGS",
-        )?;
-        // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
-        unsafe {
-            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-        }
-        check(
-            unsafe { libc::ioctl(s, libc::SIOCSIFFLAGS, &mut req) },
-            "SIOCSIFFLAGS",
-        )?;
+        // One interface ioctl: a fresh ifreq for this device, filled by `fill`.
+        let ioctl = |request, what: &str, fill: &dyn Fn(&mut libc::ifreq)| {
+            let mut req = ifreq(&self.name)?;
+            fill(&mut req);
+            // SAFETY: each request takes a pointer to an ifreq that lives across the
+            // call; the result is checked.
+            check(unsafe { libc::ioctl(s, request, &mut req) }, what)?;
+            Ok::<_, io::Error>(req)
+        };
+        ioctl(libc::SIOCSIFMTU, "SIOCSIFMTU", &|r| {
+            r.ifr_ifru.ifru_mtu = mtu as libc::c_int
+        })?;
+        ioctl(libc::SIOCSIFADDR, "SIOCSIFADDR", &|r| {
+            r.ifr_ifru.ifru_addr = sockaddr_in(address.addr())
+        })?;
+        ioctl(libc::SIOCSIFNETMASK, "SIOCSIFNETMASK", &|r| {
+            r.ifr_ifru.ifru_netmask = sockaddr_in(address.netmask())
+        })?;
+        // SAFETY: SIOCGIFFLAGS fills the flags member of the union.
+        let flags = unsafe {
+            ioctl(libc::SIOCGIFFLAGS, "SIOCGIFFLAGS", &|_| {})?
+                .ifr_ifru
+                .ifru_flags
+        };
+        let up = flags | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        ioctl(libc::SIOCSIFFLAGS, "SIOCSIFFLAGS", &|r| {
+            r.ifr_ifru.ifru_flags = up
+        })?;
         Ok(())
     }
 
