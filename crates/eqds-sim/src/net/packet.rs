@@ -144,6 +144,12 @@ impl PacketSlab {
         }
     }
 
+    /// The packet, if `id` names a slot (live or not); for prefetch decisions only.
+    #[inline]
+    pub fn try_get(&self, id: PacketId) -> Option<&Packet> {
+        self.slots.get(id as usize)
+    }
+
     #[inline]
     pub fn get(&self, id: PacketId) -> &Packet {
         &self.slots[id as usize]

@@ -318,14 +318,41 @@ impl Simulation {
         })
     }
 
-    /// Starts loading what the next events will touch: the packet of the next
-    /// arrival; for a transmitter freeing up, its port two events ahead and its queue
-    /// (found through the port, loaded by then) one event ahead.
+    /// Starts loading what the next events will touch, in three stages so that each
+    /// load has a few events' time to arrive. Three events ahead: the packet of an
+    /// arrival, the port of a transmitter freeing up. Two ahead (those are loaded by
+    /// then): the queue behind that port, and for an arrival at a switch the output
+    /// port it will be routed to. One ahead: that output port's queue.
     #[inline]
     fn prefetch_ahead(&self) {
         let w = &self.world;
-        match w.events.peek_cheap(0) {
-            Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
+        let out_port = |s: u32, pkt| {
+            let p = w.pkts.try_get(pkt)?;
+            let out = w
+                .net
+                .switches
+                .get(s as usize)?
+                .route(p.dst, p.entropy, w.net.load_balancing);
+            w.net.ports.get(out as usize)
+        };
+        if let Some(&Event::Arrive {
+            at: Node::Switch(s),
+            pkt,
+        }) = w.events.peek_cheap(0)
+        {
+            if let Some(port) = out_port(s, pkt) {
+                port.prefetch_queue();
+            }
+        }
+        match w.events.peek_cheap(1) {
+            Some(&Event::Arrive {
+                at: Node::Switch(s),
+                pkt,
+            }) => {
+                if let Some(port) = out_port(s, pkt) {
+                    crate::engine::prefetch(port);
+                }
+            }
             Some(&Event::TxDone { port }) => {
                 if let Some(p) = w.net.ports.get(port as usize) {
                     p.prefetch_queue();
@@ -333,10 +360,14 @@ impl Simulation {
             }
             _ => {}
         }
-        if let Some(&Event::TxDone { port }) = w.events.peek_cheap(1) {
-            if let Some(p) = w.net.ports.get(port as usize) {
-                crate::engine::prefetch(p);
+        match w.events.peek_cheap(2) {
+            Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
+            Some(&Event::TxDone { port }) => {
+                if let Some(p) = w.net.ports.get(port as usize) {
+                    crate::engine::prefetch(p);
+                }
             }
+            _ => {}
         }
     }
 
