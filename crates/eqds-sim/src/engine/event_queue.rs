@@ -26,31 +26,40 @@ const SHIFT: u32 = 12;
 const NBUCKETS: usize = 1 << 14;
 const MASK: u64 = NBUCKETS as u64 - 1;
 
+/// An event in the ring. It needs no insertion number: within a bucket entries are
+/// stored in insertion order (see `place`), and a stable sort on time keeps it.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
+    time: Time,
+    event: Event,
+}
+
+/// An event beyond the ring's horizon, ordered in the heap by (time, insertion number).
+#[derive(Clone, Copy, Debug)]
+struct FarEntry {
     time: Time,
     seq: u64,
     event: Event,
 }
 
-impl Entry {
+impl FarEntry {
     fn key(&self) -> (Time, u64) {
         (self.time, self.seq)
     }
 }
 
-impl PartialEq for Entry {
+impl PartialEq for FarEntry {
     fn eq(&self, other: &Self) -> bool {
         self.key() == other.key()
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl Eq for FarEntry {}
+impl PartialOrd for FarEntry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Entry {
+impl Ord for FarEntry {
     fn cmp(&self, other: &Self) -> Ordering {
         self.key().cmp(&other.key())
     }
@@ -64,10 +73,11 @@ pub struct EventQueue {
     occupied: Vec<u64>,
     /// Absolute index of the bucket the clock is in.
     cur: u64,
-    /// The current bucket is sorted in descending order (pop from the back).
+    /// The current bucket is sorted (ascending); its entries before `head` are popped.
     cur_sorted: bool,
+    head: usize,
     /// Events beyond the ring's horizon.
-    far: BinaryHeap<Reverse<Entry>>,
+    far: BinaryHeap<Reverse<FarEntry>>,
     len: usize,
     /// Insertion counter; also the number of events ever scheduled.
     next_seq: u64,
@@ -90,6 +100,7 @@ impl EventQueue {
             occupied: vec![0; NBUCKETS / 64],
             cur: 0,
             cur_sorted: false,
+            head: 0,
             far: BinaryHeap::new(),
             len: 0,
             next_seq: 0,
@@ -100,25 +111,25 @@ impl EventQueue {
     /// Schedules `event` at `time` (never earlier than the last popped event).
     #[inline]
     pub fn push(&mut self, time: Time, event: Event) {
-        let entry = Entry {
-            time,
-            seq: self.next_seq,
-            event,
-        };
+        let seq = self.next_seq;
         self.next_seq += 1;
         self.len += 1;
-        self.place(entry);
-    }
-
-    #[inline]
-    fn place(&mut self, entry: Entry) {
         // An event in the past of the current bucket cannot happen in a causal run;
         // treat it as "now" so that the queue stays consistent regardless.
-        let b = (entry.time >> SHIFT).max(self.cur);
+        let b = (time >> SHIFT).max(self.cur);
         if b - self.cur >= NBUCKETS as u64 {
-            self.far.push(Reverse(entry));
+            self.far.push(Reverse(FarEntry { time, seq, event }));
             return;
         }
+        self.place(b, Entry { time, event });
+    }
+
+    /// Puts an entry in ring bucket `b`. Entries reach a bucket in insertion-number
+    /// order: an event goes to the far heap only while its bucket is beyond the
+    /// horizon, and the heap hands it over (in order) as soon as the bucket comes
+    /// within reach, before any later push can land there.
+    #[inline]
+    fn place(&mut self, b: u64, entry: Entry) {
         let i = (b & MASK) as usize;
         let bucket = &mut self.buckets[i];
         if bucket.capacity() == 0 {
@@ -127,8 +138,9 @@ impl EventQueue {
             }
         }
         if b == self.cur && self.cur_sorted {
-            // Keep the bucket being drained sorted (descending): insert in place.
-            let pos = bucket.partition_point(|e| e.key() > entry.key());
+            // Keep the bucket being drained sorted: insert after every entry at the
+            // same time, as the newest of them.
+            let pos = self.head + bucket[self.head..].partition_point(|e| e.time <= entry.time);
             bucket.insert(pos, entry);
         } else {
             bucket.push(entry);
@@ -143,11 +155,20 @@ impl EventQueue {
             let i = (self.cur & MASK) as usize;
             if !self.buckets[i].is_empty() {
                 if !self.cur_sorted {
-                    self.buckets[i].sort_unstable_by_key(|e| Reverse(e.key()));
+                    // A bucket's entries arrive in insertion-number order, so a
+                    // stable sort on time alone gives (time, insertion number) order.
+                    // They also arrive as a few sorted runs (one per distinct delay
+                    // that led here: serialisation, latency plus serialisation...),
+                    // which a run-detecting merge sort orders in about linear time.
+                    self.buckets[i].sort_by_key(|e| e.time);
                     self.cur_sorted = true;
+                    self.head = 0;
                 }
-                let e = self.buckets[i].pop().expect("non-empty");
-                if self.buckets[i].is_empty() {
+                let e = self.buckets[i][self.head];
+                self.head += 1;
+                if self.head == self.buckets[i].len() {
+                    self.buckets[i].clear();
+                    self.head = 0;
                     self.occupied[i / 64] &= !(1 << (i % 64));
                     self.spare.push(std::mem::take(&mut self.buckets[i]));
                 }
@@ -177,7 +198,13 @@ impl EventQueue {
                 break;
             }
             let Reverse(e) = self.far.pop().expect("peeked");
-            self.place(e);
+            self.place(
+                e.time >> SHIFT,
+                Entry {
+                    time: e.time,
+                    event: e.event,
+                },
+            );
         }
     }
 
@@ -217,8 +244,7 @@ impl EventQueue {
             return None;
         }
         let bucket = &self.buckets[(self.cur & MASK) as usize];
-        let i = bucket.len().checked_sub(1 + depth)?;
-        Some(&bucket[i].event)
+        bucket.get(self.head + depth).map(|e| &e.event)
     }
 
     pub fn len(&self) -> usize {
