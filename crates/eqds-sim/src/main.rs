@@ -1,5 +1,17 @@
 //! The `eqds-sim` command line.
 
+/// mimalloc with its memory on transparent huge pages. A large run touches tens of
+/// megabytes at random (packets, ports, queues, event buckets): with 4 KiB pages most
+/// of those touches also miss the TLB, which under virtualisation costs a nested page
+/// walk. Huge pages made the k=16 NDP permutation about 10% faster.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn use_huge_pages() {
+    // SAFETY: sets one of mimalloc's global options; it takes effect for the memory
+    // mimalloc asks the OS for from now on and has no other precondition.
+    unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
+}
 use clap::{Parser, Subcommand};
 use eqds_sim::run::run_to_dir;
 use eqds_sim::scenario::Scenario;
@@ -59,6 +71,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    use_huge_pages();
     let cli = Cli::parse();
     match cli.command {
         Command::Run {
