@@ -318,13 +318,15 @@ impl Simulation {
         })
     }
 
-    /// Starts loading what the next events will touch, in three stages so that each
-    /// load has a few events' time to arrive. Three events ahead: the packet of an
-    /// arrival, the port of a transmitter freeing up. Two ahead (those are loaded by
-    /// then): the queue behind that port, and for an arrival at a switch the output
-    /// port it will be routed to. One ahead: that output port's queue.
+    /// Starts loading what the next events will touch, in stages so that each load
+    /// has time to arrive before the next stage needs it. `PACKET_LEAD + 1` events
+    /// ahead: the packet of an arrival, the port of a transmitter freeing up (a
+    /// stage earlier than the rest: these come from anywhere in memory). Two events
+    /// ahead: the queue behind that port, and for an arrival at a switch the output
+    /// port it will be routed to. The next event: that output port's queue.
     #[inline]
     fn prefetch_ahead(&self) {
+        const PACKET_LEAD: usize = 4;
         let w = &self.world;
         let out_port = |s: u32, pkt| {
             let p = w.pkts.try_get(pkt)?;
@@ -360,7 +362,7 @@ impl Simulation {
             }
             _ => {}
         }
-        match w.events.peek_cheap(2) {
+        match w.events.peek_cheap(PACKET_LEAD) {
             Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::TxDone { port }) => {
                 if let Some(p) = w.net.ports.get(port as usize) {
