@@ -323,7 +323,8 @@ impl Simulation {
     /// ahead: the packet of an arrival, the port of a transmitter freeing up (a
     /// stage earlier than the rest: these come from anywhere in memory). Two events
     /// ahead: the queue behind that port, and for an arrival at a switch the output
-    /// port it will be routed to. The next event: that output port's queue.
+    /// port it will be routed to. The next event: that output port's queue, or the
+    /// head of the freeing port's queue.
     #[inline]
     fn prefetch_ahead(&self) {
         const PACKET_LEAD: usize = 4;
@@ -337,14 +338,21 @@ impl Simulation {
                 .route(p.dst, p.entropy, w.net.load_balancing);
             w.net.ports.get(out as usize)
         };
-        if let Some(&Event::Arrive {
-            at: Node::Switch(s),
-            pkt,
-        }) = w.events.peek_cheap(0)
-        {
-            if let Some(port) = out_port(s, pkt) {
-                port.prefetch_queue();
+        match w.events.peek_cheap(0) {
+            Some(&Event::Arrive {
+                at: Node::Switch(s),
+                pkt,
+            }) => {
+                if let Some(port) = out_port(s, pkt) {
+                    port.prefetch_queue();
+                }
             }
+            Some(&Event::TxDone { port }) => {
+                if let Some(p) = w.net.ports.get(port as usize) {
+                    p.queue.prefetch_head();
+                }
+            }
+            _ => {}
         }
         match w.events.peek_cheap(1) {
             Some(&Event::Arrive {

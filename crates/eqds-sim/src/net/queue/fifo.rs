@@ -34,6 +34,14 @@ impl Fifo {
         Some((pkt, size))
     }
 
+    /// Starts loading the oldest entry (the next `pop`).
+    #[inline]
+    pub fn prefetch_front(&self) {
+        if let Some(front) = self.items.front() {
+            crate::engine::prefetch(front);
+        }
+    }
+
     /// Size of the oldest packet.
     pub fn front_size(&self) -> Option<u32> {
         self.items.front().map(|&(_, size)| size)

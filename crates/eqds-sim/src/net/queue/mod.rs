@@ -77,4 +77,7 @@ pub trait QueueDiscipline {
     fn bypass_when_idle(&self) -> bool {
         true
     }
+    /// Starts loading the storage of the packets `dequeue` would take next (a hint
+    /// for large runs; the default does nothing).
+    fn prefetch_head(&self) {}
 }

@@ -137,6 +137,11 @@ impl QueueDiscipline for Trimming {
     fn bypass_when_idle(&self) -> bool {
         self.limits[DATA].packets != Some(0)
     }
+
+    fn prefetch_head(&self) {
+        self.queues[HEADERS].prefetch_front();
+        self.queues[DATA].prefetch_front();
+    }
 }
 
 #[cfg(test)]
