@@ -26,13 +26,17 @@ const SHIFT: u32 = 12;
 const NBUCKETS: usize = 1 << 14;
 const MASK: u64 = NBUCKETS as u64 - 1;
 
-/// An event in the ring. It needs no insertion number: within a bucket entries are
-/// stored in insertion order (see `place`), and a stable sort on time keeps it.
+/// An event in the ring: 16 bytes, so that sorting a bucket moves little. It needs
+/// no insertion number: within a bucket entries are stored in insertion order (see
+/// `place`), and a stable sort on time keeps it. Its time is kept as the offset into
+/// its bucket, whose start the ring knows.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    time: Time,
+    offset: u32,
     event: Event,
 }
+
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
 /// An event beyond the ring's horizon, ordered in the heap by (time, insertion number).
 #[derive(Clone, Copy, Debug)]
@@ -121,7 +125,7 @@ impl EventQueue {
             self.far.push(Reverse(FarEntry { time, seq, event }));
             return;
         }
-        self.place(b, Entry { time, event });
+        self.place(b, time, event);
     }
 
     /// Puts an entry in ring bucket `b`. Entries reach a bucket in insertion-number
@@ -129,7 +133,12 @@ impl EventQueue {
     /// horizon, and the heap hands it over (in order) as soon as the bucket comes
     /// within reach, before any later push can land there.
     #[inline]
-    fn place(&mut self, b: u64, entry: Entry) {
+    fn place(&mut self, b: u64, time: Time, event: Event) {
+        // A past event (see `push`) is filed at the start of the current bucket.
+        let entry = Entry {
+            offset: time.saturating_sub(b << SHIFT) as u32,
+            event,
+        };
         let i = (b & MASK) as usize;
         let bucket = &mut self.buckets[i];
         if bucket.capacity() == 0 {
@@ -140,7 +149,7 @@ impl EventQueue {
         if b == self.cur && self.cur_sorted {
             // Keep the bucket being drained sorted: insert after every entry at the
             // same time, as the newest of them.
-            let pos = self.head + bucket[self.head..].partition_point(|e| e.time <= entry.time);
+            let pos = self.head + bucket[self.head..].partition_point(|e| e.offset <= entry.offset);
             bucket.insert(pos, entry);
         } else {
             bucket.push(entry);
@@ -160,7 +169,7 @@ impl EventQueue {
                     // They also arrive as a few sorted runs (one per distinct delay
                     // that led here: serialisation, latency plus serialisation...),
                     // which a run-detecting merge sort orders in about linear time.
-                    self.buckets[i].sort_by_key(|e| e.time);
+                    self.buckets[i].sort_by_key(|e| e.offset);
                     self.cur_sorted = true;
                     self.head = 0;
                 }
@@ -173,7 +182,7 @@ impl EventQueue {
                     self.spare.push(std::mem::take(&mut self.buckets[i]));
                 }
                 self.len -= 1;
-                return Some((e.time, e.event));
+                return Some(((self.cur << SHIFT) + e.offset as u64, e.event));
             }
             if self.len == 0 {
                 return None;
@@ -198,13 +207,7 @@ impl EventQueue {
                 break;
             }
             let Reverse(e) = self.far.pop().expect("peeked");
-            self.place(
-                e.time >> SHIFT,
-                Entry {
-                    time: e.time,
-                    event: e.event,
-                },
-            );
+            self.place(e.time >> SHIFT, e.time, e.event);
         }
     }
 
