@@ -11,6 +11,8 @@ use crate::ids::{Node, PacketId, PortId};
 use crate::net::packet::PacketSlab;
 use crate::units::{serialisation_time, Time};
 
+/// Two cache lines, aligned so that prefetching them loads the whole port.
+#[repr(align(64))]
 pub struct Port {
     /// Transmit rate in bits per second.
     pub rate_bps: u64,
@@ -83,6 +85,15 @@ impl Port {
             self.tx_done_pending = true;
         }
         None
+    }
+
+    /// Starts loading the port itself.
+    #[inline]
+    pub fn prefetch(&self) {
+        let p = self as *const Port as *const u8;
+        for line in 0..std::mem::size_of::<Port>().div_ceil(64) {
+            crate::engine::prefetch(p.wrapping_add(64 * line));
+        }
     }
 
     /// Starts loading the queue discipline's state (a few cache lines behind a box).

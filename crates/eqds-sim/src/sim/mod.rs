@@ -360,7 +360,7 @@ impl Simulation {
                 pkt,
             }) => {
                 if let Some(port) = out_port(s, pkt) {
-                    crate::engine::prefetch(port);
+                    port.prefetch();
                 }
             }
             Some(&Event::TxDone { port }) => {
@@ -374,7 +374,7 @@ impl Simulation {
             Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::TxDone { port }) => {
                 if let Some(p) = w.net.ports.get(port as usize) {
-                    crate::engine::prefetch(p);
+                    p.prefetch();
                 }
             }
             _ => {}
