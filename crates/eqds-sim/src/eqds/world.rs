@@ -229,9 +229,8 @@ impl World {
         }
         h.nic_wake = Time::MAX;
         loop {
-            let nic = &self.net.ports[port as usize];
-            if nic.queue.backlog_packets() >= eqds.settings.nic_limit {
-                h.nic_wake = nic.busy_until.max(now);
+            if self.net.queues[port as usize].backlog_packets() >= eqds.settings.nic_limit {
+                h.nic_wake = self.net.ports[port as usize].busy_until.max(now);
                 break;
             }
             let Some(tx) = h.tx.poll_transmit(now) else {

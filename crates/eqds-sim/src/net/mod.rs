@@ -22,6 +22,10 @@ pub struct LinkSpec {
 /// All ports and switches of a run, in arenas. Host `h`'s NIC is port `h`.
 pub struct Network {
     pub ports: Vec<Port>,
+    /// Port `p`'s queue discipline is `queues[p]`. Kept beside the ports rather than
+    /// in them: this array of pointers is small enough to stay in cache, so finding a
+    /// port's queue (to prefetch it) does not wait for the port itself to load.
+    pub queues: Vec<Box<dyn queue::QueueDiscipline>>,
     pub switches: Vec<Switch>,
     pub n_hosts: u32,
     pub load_balancing: LoadBalancing,
@@ -127,6 +131,7 @@ impl NetworkBuilder {
         let mut b = NetworkBuilder {
             net: Network {
                 ports: Vec::new(),
+                queues: Vec::new(),
                 switches: Vec::new(),
                 n_hosts,
                 load_balancing,
@@ -153,12 +158,12 @@ impl NetworkBuilder {
             owner,
             peer: UNCONNECTED,
             tier: 0,
-            queue,
             busy_until: 0,
             tx_done_pending: false,
             bypass_idle,
             stats: Default::default(),
         });
+        self.net.queues.push(queue);
         (self.net.ports.len() - 1) as PortId
     }
 

@@ -1,4 +1,6 @@
 //! An output port: a queue discipline in front of a transmitter on one link direction.
+//! The discipline itself lives in `Network::queues` (see there why) and is handed to
+//! the port's methods.
 //!
 //! Serialisation is exact: a packet of `b` bytes occupies the transmitter for
 //! `b * 8 / rate` and reaches the far end `latency` after its last bit leaves. A
@@ -25,7 +27,6 @@ pub struct Port {
     pub peer: Node,
     /// Topology tier of this link direction (index into `Network::tier_names`).
     pub tier: u8,
-    pub queue: Box<dyn QueueDiscipline>,
     /// When the transmitter finishes the packet now on the wire.
     pub busy_until: Time,
     /// A `TxDone` event for this port is in the event queue.
@@ -47,7 +48,13 @@ impl Port {
     /// Offers a packet to this port. A refused packet is freed and counted; a packet
     /// the discipline sends back to its source is returned to the caller to route.
     #[must_use]
-    pub fn enqueue(&mut self, id: PortId, pkt: PacketId, ctx: &mut PortCtx) -> Option<PacketId> {
+    pub fn enqueue(
+        &mut self,
+        queue: &mut dyn QueueDiscipline,
+        id: PortId,
+        pkt: PacketId,
+        ctx: &mut PortCtx,
+    ) -> Option<PacketId> {
         // No TxDone pending means nothing is waiting: with an idle transmitter the
         // packet goes straight onto the wire, as the discipline would have sent it.
         if self.bypass_idle && !self.tx_done_pending && self.busy_until <= ctx.now {
@@ -60,7 +67,7 @@ impl Port {
             rng: ctx.rng,
             stats: &mut self.stats,
         };
-        match self.queue.enqueue(pkt, &mut qctx) {
+        match queue.enqueue(pkt, &mut qctx) {
             Verdict::Dropped => {
                 self.stats.drops += 1;
                 self.stats.dropped_bytes += ctx.pkts.get(pkt).size as u64;
@@ -77,10 +84,9 @@ impl Port {
             return None;
         }
         if self.busy_until <= ctx.now {
-            self.start_next(id, ctx);
+            self.start_next(queue, id, ctx);
         } else {
-            self.stats.max_backlog_bytes =
-                self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
+            self.stats.max_backlog_bytes = self.stats.max_backlog_bytes.max(queue.backlog_bytes());
             ctx.events.push(self.busy_until, Event::TxDone { port: id });
             self.tx_done_pending = true;
         }
@@ -96,29 +102,20 @@ impl Port {
         }
     }
 
-    /// Starts loading the queue discipline's state (a few cache lines behind a box).
-    #[inline]
-    pub fn prefetch_queue(&self) {
-        let q = &*self.queue as *const dyn QueueDiscipline as *const u8;
-        for line in 0..3 {
-            crate::engine::prefetch(q.wrapping_add(64 * line));
-        }
-    }
-
     /// The transmitter became free and a packet may be waiting.
-    pub fn on_tx_done(&mut self, id: PortId, ctx: &mut PortCtx) {
+    pub fn on_tx_done(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
         self.tx_done_pending = false;
-        self.start_next(id, ctx);
+        self.start_next(queue, id, ctx);
     }
 
     /// Puts the next waiting packet on the wire, scheduling its arrival and, if more
     /// are waiting, the end of its serialisation.
-    fn start_next(&mut self, id: PortId, ctx: &mut PortCtx) {
-        if let Some((pkt, size)) = self.queue.dequeue() {
+    fn start_next(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
+        if let Some((pkt, size)) = queue.dequeue() {
             self.transmit(pkt, size, ctx);
-            if self.queue.backlog_packets() > 0 {
+            if queue.backlog_packets() > 0 {
                 self.stats.max_backlog_bytes =
-                    self.stats.max_backlog_bytes.max(self.queue.backlog_bytes());
+                    self.stats.max_backlog_bytes.max(queue.backlog_bytes());
                 ctx.events.push(self.busy_until, Event::TxDone { port: id });
                 self.tx_done_pending = true;
             }

@@ -36,9 +36,9 @@ impl QueueSeries {
 
     pub fn sample(&mut self, now: Time, net: &Network) -> std::io::Result<()> {
         for &p in &self.ports {
-            let port = &net.ports[p as usize];
-            let tier = net.tier_names[port.tier as usize];
-            let (b, n) = (port.queue.backlog_bytes(), port.queue.backlog_packets());
+            let tier = net.tier_names[net.ports[p as usize].tier as usize];
+            let queue = &net.queues[p as usize];
+            let (b, n) = (queue.backlog_bytes(), queue.backlog_packets());
             writeln!(self.out, "{now},{p},{tier},{b},{n}")?;
         }
         Ok(())

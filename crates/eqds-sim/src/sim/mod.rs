@@ -320,64 +320,46 @@ impl Simulation {
 
     /// Starts loading what the next events will touch, in stages so that each load
     /// has time to arrive before the next stage needs it. `PACKET_LEAD + 1` events
-    /// ahead: the packet of an arrival, the port of a transmitter freeing up (a
-    /// stage earlier than the rest: these come from anywhere in memory). Two events
-    /// ahead: the queue behind that port, and for an arrival at a switch the output
-    /// port it will be routed to. The next event: that output port's queue, or the
-    /// head of the freeing port's queue.
+    /// ahead: the packet of an arrival; the port of a transmitter freeing up and its
+    /// queue's state. `ROUTE_LEAD + 1` events ahead (the packet is loaded by then):
+    /// for an arrival at a switch, the output port it will be routed to and that
+    /// port's queue state. The next event: the head of the freeing port's queue.
     #[inline]
     fn prefetch_ahead(&self) {
         const PACKET_LEAD: usize = 4;
+        const ROUTE_LEAD: usize = 1;
         let w = &self.world;
-        let out_port = |s: u32, pkt| {
-            let p = w.pkts.try_get(pkt)?;
-            let out = w
-                .net
-                .switches
-                .get(s as usize)?
-                .route(p.dst, p.entropy, w.net.load_balancing);
-            w.net.ports.get(out as usize)
-        };
-        match w.events.peek_cheap(0) {
-            Some(&Event::Arrive {
-                at: Node::Switch(s),
-                pkt,
-            }) => {
-                if let Some(port) = out_port(s, pkt) {
-                    port.prefetch_queue();
-                }
+        if let Some(&Event::TxDone { port }) = w.events.peek_cheap(0) {
+            if let Some(q) = w.net.queues.get(port as usize) {
+                q.prefetch_head();
             }
-            Some(&Event::TxDone { port }) => {
-                if let Some(p) = w.net.ports.get(port as usize) {
-                    p.queue.prefetch_head();
-                }
-            }
-            _ => {}
         }
-        match w.events.peek_cheap(1) {
-            Some(&Event::Arrive {
-                at: Node::Switch(s),
-                pkt,
-            }) => {
-                if let Some(port) = out_port(s, pkt) {
-                    port.prefetch();
-                }
+        if let Some(&Event::Arrive {
+            at: Node::Switch(s),
+            pkt,
+        }) = w.events.peek_cheap(ROUTE_LEAD)
+        {
+            if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
+                let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
+                self.prefetch_port(out);
             }
-            Some(&Event::TxDone { port }) => {
-                if let Some(p) = w.net.ports.get(port as usize) {
-                    p.prefetch_queue();
-                }
-            }
-            _ => {}
         }
         match w.events.peek_cheap(PACKET_LEAD) {
             Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
-            Some(&Event::TxDone { port }) => {
-                if let Some(p) = w.net.ports.get(port as usize) {
-                    p.prefetch();
-                }
-            }
+            Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
             _ => {}
+        }
+    }
+
+    /// Starts loading a port and its queue discipline's state.
+    #[inline]
+    fn prefetch_port(&self, port: usize) {
+        if let (Some(p), Some(q)) = (
+            self.world.net.ports.get(port),
+            self.world.net.queues.get(port),
+        ) {
+            p.prefetch();
+            crate::net::queue::prefetch_state(&**q);
         }
     }
 

@@ -79,7 +79,8 @@ impl World {
             pkts: &mut self.pkts,
             rng: &mut self.rng,
         };
-        self.net.ports[port as usize].enqueue(port, pkt, &mut ctx)
+        let queue = &mut *self.net.queues[port as usize];
+        self.net.ports[port as usize].enqueue(queue, port, pkt, &mut ctx)
     }
 
     /// The port's transmitter is free again.
@@ -91,7 +92,8 @@ impl World {
             pkts: &mut self.pkts,
             rng: &mut self.rng,
         };
-        self.net.ports[port as usize].on_tx_done(port, &mut ctx);
+        let queue = &mut *self.net.queues[port as usize];
+        self.net.ports[port as usize].on_tx_done(queue, port, &mut ctx);
     }
 
     /// Queues endpoint `ep` on `host`'s pull pacer.

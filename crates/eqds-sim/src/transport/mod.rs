@@ -139,7 +139,7 @@ impl Ctx<'_> {
     #[inline]
     pub fn nic_backlog_packets(&self, host: HostId) -> u32 {
         let port = self.world.net.host_port(host);
-        self.world.net.ports[port as usize].queue.backlog_packets()
+        self.world.net.queues[port as usize].backlog_packets()
     }
 
     /// When a host's NIC finishes the packet now on the wire (in the past if idle).

@@ -81,3 +81,12 @@ pub trait QueueDiscipline {
     /// for large runs; the default does nothing).
     fn prefetch_head(&self) {}
 }
+
+/// Starts loading a discipline's own state (a few cache lines behind its box).
+#[inline]
+pub fn prefetch_state(queue: &dyn QueueDiscipline) {
+    let q = queue as *const dyn QueueDiscipline as *const u8;
+    for line in 0..3 {
+        crate::engine::prefetch(q.wrapping_add(64 * line));
+    }
+}
