@@ -159,8 +159,12 @@ pub struct EqdsHost {
     /// Earliest of the slow timers (retransmit, credit loss, reorder holes) as of
     /// the last scan of every tunnel, or when to look again; see `world.rs`.
     slow_due: Time,
-    /// Native writers waiting for room towards a destination.
+    /// Writers waiting for room towards a destination.
     blocked: Vec<(HostId, EndpointId)>,
+    /// A writer joined `blocked` since the pump last looked for room. Otherwise only
+    /// a transmission can make room (the simulator never drops tunnels), so the pump
+    /// looks only then: the look costs a tunnel lookup per blocked writer.
+    blocked_new: bool,
     /// Path id of the next control packet. The core leaves control packets'
     /// paths to the host; they are sprayed round robin like data, since on one
     /// path the control of every host of a pod (two per data packet) would
@@ -228,6 +232,7 @@ impl EqdsLayer {
                 nic_wake: Time::MAX,
                 slow_due: Time::MAX,
                 blocked: Vec::new(),
+                blocked_new: false,
                 next_control_path: (h % usize::from(settings.paths)) as u16,
             })
             .collect();

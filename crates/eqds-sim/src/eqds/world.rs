@@ -66,9 +66,10 @@ impl World {
                 self.pkts.free(id);
                 eqds.counters.send_queue_full += 1;
                 if let Writer::Native(ep) = writer {
-                    let blocked = &mut eqds.hosts[host as usize].blocked;
-                    if !blocked.contains(&(dst, ep)) {
-                        blocked.push((dst, ep));
+                    let h = &mut eqds.hosts[host as usize];
+                    if !h.blocked.contains(&(dst, ep)) {
+                        h.blocked.push((dst, ep));
+                        h.blocked_new = true;
                     }
                 }
                 false
@@ -105,6 +106,7 @@ impl World {
         }
         if !h.blocked.contains(&(dst, ep)) {
             h.blocked.push((dst, ep));
+            h.blocked_new = true;
         }
         true
     }
@@ -228,6 +230,7 @@ impl World {
             self.enqueue(now, port, id);
         }
         h.nic_wake = Time::MAX;
+        let mut sent_data = false;
         loop {
             if self.net.queues[port as usize].backlog_packets() >= eqds.settings.nic_limit {
                 h.nic_wake = self.net.ports[port as usize].busy_until.max(now);
@@ -241,6 +244,7 @@ impl World {
                 Some(inner_id) => {
                     let inner = self.pkts.get(inner_id);
                     eqds.counters.data_sent += 1;
+                    sent_data = true;
                     (
                         encap::data_packet(inner, tx.wire_len, tx.header.path_id),
                         (inner.kind, inner.flags),
@@ -257,7 +261,8 @@ impl World {
             eqds.tags.set(id, &hdr, inner);
             self.enqueue(now, port, id);
         }
-        if !h.blocked.is_empty() {
+        if !h.blocked.is_empty() && (sent_data || h.blocked_new) {
+            h.blocked_new = false;
             let half = eqds.settings.send_queue_bytes() / 2;
             let (tx, timers, events) = (&h.tx, &mut self.timers, &mut self.events);
             h.blocked.retain(|&(dst, ep)| {
