@@ -814,8 +814,7 @@ impl<P: Clone> Sender<P> {
                 }
             }
             ControlKind::Ack => {
-                let ack = header.ack_no;
-                free_where(t, &mut self.acked, now, |seq| seq == ack);
+                free_one(t, &mut self.acked, now, header.ack_no);
             }
             ControlKind::Nack => {
                 // Only a packet still in flight moves: a NACK for one already queued
@@ -1114,18 +1113,10 @@ fn free_where<P>(
     now: Time,
     matches: impl Fn(u32) -> bool,
 ) {
-    let dst = t.peer;
     let mut i = 0;
     while i < t.in_flight.len() {
         if matches(t.in_flight[i].seq) {
-            let pkt = t.in_flight.remove(i).expect("index is in range");
-            t.in_flight_bytes -= u64::from(pkt.len);
-            acked.push_back(Acked {
-                dst,
-                payload: pkt.payload,
-                path_id: pkt.path_id,
-                rtt: (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at)),
-            });
+            release_in_flight(t, i, acked, now);
         } else {
             i += 1;
         }
@@ -1133,18 +1124,46 @@ fn free_where<P>(
     let mut i = 0;
     while i < t.retransmit.len() {
         if matches(t.retransmit[i].seq) {
-            let pkt = t.retransmit.remove(i).expect("index is in range");
-            t.retransmit_bytes -= u64::from(pkt.len);
-            acked.push_back(Acked {
-                dst,
-                payload: pkt.payload,
-                path_id: pkt.path_id,
-                rtt: None,
-            });
+            release_retransmit(t, i, acked);
         } else {
             i += 1;
         }
     }
+}
+
+/// Frees the one packet with sequence number `seq` (a selective ACK): [`free_where`]
+/// for a single match, stopping at it. A seq is in flight or queued for resend at most
+/// once, and an ACK usually names one of the oldest packets in flight.
+fn free_one<P>(t: &mut Tunnel<P>, acked: &mut VecDeque<Acked<P>>, now: Time, seq: u32) {
+    if let Some(i) = t.in_flight.iter().position(|p| p.seq == seq) {
+        release_in_flight(t, i, acked, now);
+    } else if let Some(i) = t.retransmit.iter().position(|p| p.seq == seq) {
+        release_retransmit(t, i, acked);
+    }
+}
+
+/// Removes in-flight packet `i` as acknowledged, with its RTT sample if it was sent once.
+fn release_in_flight<P>(t: &mut Tunnel<P>, i: usize, acked: &mut VecDeque<Acked<P>>, now: Time) {
+    let pkt = t.in_flight.remove(i).expect("index is in range");
+    t.in_flight_bytes -= u64::from(pkt.len);
+    acked.push_back(Acked {
+        dst: t.peer,
+        payload: pkt.payload,
+        path_id: pkt.path_id,
+        rtt: (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at)),
+    });
+}
+
+/// Removes packet `i` of the retransmit queue as acknowledged before its resend.
+fn release_retransmit<P>(t: &mut Tunnel<P>, i: usize, acked: &mut VecDeque<Acked<P>>) {
+    let pkt = t.retransmit.remove(i).expect("index is in range");
+    t.retransmit_bytes -= u64::from(pkt.len);
+    acked.push_back(Acked {
+        dst: t.peer,
+        payload: pkt.payload,
+        path_id: pkt.path_id,
+        rtt: None,
+    });
 }
 
 #[cfg(test)]
