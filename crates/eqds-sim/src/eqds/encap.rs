@@ -42,6 +42,14 @@ impl TagTable {
         (tag.inner_kind, tag.inner_flags) = inner;
     }
 
+    /// Starts loading packet `id`'s header (a hint, for arrivals coming up).
+    #[inline]
+    pub fn prefetch(&self, id: PacketId) {
+        if let Some(tag) = self.tags.get(id as usize) {
+            crate::engine::prefetch(tag);
+        }
+    }
+
     /// A switch cut packet `id` to its header: the header says so from now on.
     pub fn mark_trimmed(&mut self, id: PacketId) {
         if let Some(tag) = self.tags.get_mut(id as usize) {

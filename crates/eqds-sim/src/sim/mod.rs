@@ -320,7 +320,7 @@ impl Simulation {
 
     /// Starts loading what the next events will touch, in stages so that each load
     /// has time to arrive before the next stage needs it. `PACKET_LEAD + 1` events
-    /// ahead: the packet of an arrival; the port of a transmitter freeing up and its
+    /// ahead: the packet of an arrival (and its EQDS header at a host); the port of a transmitter freeing up and its
     /// queue's state. `ROUTE_LEAD + 1` events ahead (the packet is loaded by then):
     /// for an arrival at a switch, the output port it will be routed to and that
     /// port's queue state. The next event: the head of the freeing port's queue.
@@ -345,7 +345,12 @@ impl Simulation {
             }
         }
         match w.events.peek_cheap(PACKET_LEAD) {
-            Some(&Event::Arrive { pkt, .. }) => w.pkts.prefetch(pkt),
+            Some(&Event::Arrive { at, pkt }) => {
+                w.pkts.prefetch(pkt);
+                if let (Node::Host(_), Some(eqds)) = (at, &w.eqds) {
+                    eqds.tags.prefetch(pkt);
+                }
+            }
             Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
             _ => {}
         }
