@@ -39,8 +39,9 @@
 //! robin, weighted share by virtual finish time, or strict priority by class with
 //! round robin inside a class. One PULL timer serves the whole EQIF (item 17).
 
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::sender::PeerId;
 use crate::time::{Time, PS_PER_NS, PS_PER_SEC, PS_PER_US};
@@ -222,7 +223,10 @@ pub struct Receiver {
     window_pulls: u32,
     /// Senders, indexed by position; never removed.
     peers: Vec<Peer>,
-    index: HashMap<PeerId, usize>,
+    /// Position of each sender. Fx hashing: peer ids are chosen by the caller (host
+    /// numbers, peer-table slots), never by the network, so a keyed hash buys nothing
+    /// and costs a SipHash per packet.
+    index: FxHashMap<PeerId, usize>,
     asl: ActiveSenderList,
     /// Earliest time the next PULL may go.
     next_pull_at: Time,
@@ -260,7 +264,7 @@ impl Receiver {
             window_pulls: config.window / config.mtu,
             config,
             peers: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             asl: ActiveSenderList::default(),
             next_pull_at: 0,
             owed_total: 0,

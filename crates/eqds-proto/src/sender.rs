@@ -82,7 +82,8 @@
 //! takes the pull number of the first control packet it hears as its baseline, without
 //! credit, rather than comparing against a count it forgot.
 
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
 use crate::time::{Time, PS_PER_MS, PS_PER_NS};
 use crate::tunnel::{Actions, TxAction, TxEvent, TxState, TxTunnel};
@@ -566,8 +567,8 @@ pub struct Sender<P> {
     /// Tunnels, indexed by position; never removed (teardown belongs to the tunnel
     /// state machines).
     tunnels: Vec<Tunnel<P>>,
-    /// Position of each destination's tunnel.
-    index: HashMap<PeerId, usize>,
+    /// Position of each destination's tunnel (Fx hashing: see `Receiver::index`).
+    index: FxHashMap<PeerId, usize>,
     /// Tunnels that can send now (credit for their next packet, or an RTS due),
     /// served round robin one packet per turn (Q12).
     ready: VecDeque<usize>,
@@ -605,7 +606,7 @@ impl<P: Clone> Sender<P> {
         Self {
             config,
             tunnels: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             ready: VecDeque::new(),
             acked: VecDeque::new(),
             rng,
