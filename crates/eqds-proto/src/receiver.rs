@@ -394,6 +394,7 @@ impl Receiver {
         if count >= self.config.ack_coalesce {
             peer.deferred = None;
             self.push_cumulative(idx, ack_no);
+            self.drop_stale_deferred();
         } else {
             peer.deferred = Some((ack_no, count, since));
         }
@@ -404,6 +405,19 @@ impl Receiver {
     pub fn cancel_deferred_ack(&mut self, src: PeerId) {
         if let Some(&idx) = self.index.get(&src) {
             self.peers[idx].deferred = None;
+            self.drop_stale_deferred();
+        }
+    }
+
+    /// Pops the entries at the front of `deferred` whose ACK already went out, so
+    /// that [`Receiver::poll_timeout`] finds the oldest live one first rather than
+    /// walking past every ACK that rode a PULL since.
+    fn drop_stale_deferred(&mut self) {
+        while let Some(&(since, idx)) = self.deferred.front() {
+            if matches!(self.peers[idx].deferred, Some((_, _, began)) if began == since) {
+                return;
+            }
+            self.deferred.pop_front();
         }
     }
 
@@ -522,6 +536,7 @@ impl Receiver {
             self.control.push_back(q);
             self.next_pull_at += self.pull_interval;
         }
+        self.drop_stale_deferred();
     }
 
     /// A snapshot of the state kept for `src`.
