@@ -1117,7 +1117,7 @@ fn free_where<P>(
     let mut i = 0;
     while i < t.in_flight.len() {
         if matches(t.in_flight[i].seq) {
-            release_in_flight(t, i, acked, now);
+            release(t, Held::InFlight, i, acked, now);
         } else {
             i += 1;
         }
@@ -1125,7 +1125,7 @@ fn free_where<P>(
     let mut i = 0;
     while i < t.retransmit.len() {
         if matches(t.retransmit[i].seq) {
-            release_retransmit(t, i, acked);
+            release(t, Held::Retransmit, i, acked, now);
         } else {
             i += 1;
         }
@@ -1137,33 +1137,41 @@ fn free_where<P>(
 /// once, and an ACK usually names one of the oldest packets in flight.
 fn free_one<P>(t: &mut Tunnel<P>, acked: &mut VecDeque<Acked<P>>, now: Time, seq: u32) {
     if let Some(i) = t.in_flight.iter().position(|p| p.seq == seq) {
-        release_in_flight(t, i, acked, now);
+        release(t, Held::InFlight, i, acked, now);
     } else if let Some(i) = t.retransmit.iter().position(|p| p.seq == seq) {
-        release_retransmit(t, i, acked);
+        release(t, Held::Retransmit, i, acked, now);
     }
 }
 
-/// Removes in-flight packet `i` as acknowledged, with its RTT sample if it was sent once.
-fn release_in_flight<P>(t: &mut Tunnel<P>, i: usize, acked: &mut VecDeque<Acked<P>>, now: Time) {
-    let pkt = t.in_flight.remove(i).expect("index is in range");
-    t.in_flight_bytes -= u64::from(pkt.len);
-    acked.push_back(Acked {
-        dst: t.peer,
-        payload: pkt.payload,
-        path_id: pkt.path_id,
-        rtt: (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at)),
-    });
+/// Where an unacknowledged packet waits.
+#[derive(Clone, Copy)]
+enum Held {
+    InFlight,
+    /// Queued for resend.
+    Retransmit,
 }
 
-/// Removes packet `i` of the retransmit queue as acknowledged before its resend.
-fn release_retransmit<P>(t: &mut Tunnel<P>, i: usize, acked: &mut VecDeque<Acked<P>>) {
-    let pkt = t.retransmit.remove(i).expect("index is in range");
-    t.retransmit_bytes -= u64::from(pkt.len);
+/// Removes packet `i` of the `held` queue as acknowledged. An in-flight packet sent
+/// exactly once gives an RTT sample (Karn's rule); one awaiting resend gives none.
+fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acked<P>>, now: Time) {
+    let (pkt, rtt) = match held {
+        Held::InFlight => {
+            let pkt = t.in_flight.remove(i).expect("index is in range");
+            t.in_flight_bytes -= u64::from(pkt.len);
+            let rtt = (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at));
+            (pkt, rtt)
+        }
+        Held::Retransmit => {
+            let pkt = t.retransmit.remove(i).expect("index is in range");
+            t.retransmit_bytes -= u64::from(pkt.len);
+            (pkt, None)
+        }
+    };
     acked.push_back(Acked {
         dst: t.peer,
         payload: pkt.payload,
         path_id: pkt.path_id,
-        rtt: None,
+        rtt,
     });
 }
 
