@@ -63,7 +63,9 @@ def mid_rate(result: dict) -> float:
 class Setup:
     """A fresh testbed with (or without) a daemon on every host."""
 
-    def __init__(self, hosts: int, eqdsd: bool, *up_args: str, daemon_rate: str = "200mbit"):
+    def __init__(
+        self, hosts: int, eqdsd: bool, *up_args: str, daemon_rate: str = "200mbit"
+    ):
         self.bed = Bed()
         self.bed.up("--hosts", str(hosts), *up_args)
         self.eqdsd = eqdsd
@@ -76,14 +78,20 @@ class Setup:
     def addr(self, host: int) -> str:
         return inner(host) if self.eqdsd else self.bed.host(host)["address"]
 
-    def flows(self, pairs: list[tuple[int, int]], udp: set[int] = frozenset()) -> list[dict]:
+    def flows(
+        self, pairs: list[tuple[int, int]], udp: set[int] = frozenset()
+    ) -> list[dict]:
         """One iperf3 flow per (src, dst) pair, all at once; their JSON reports."""
         for k, (_, dst) in enumerate(pairs):
-            self.bed.iperf3_server(dst, 5201 + k, addr=self.addr(dst), realtime=k in udp)
+            self.bed.iperf3_server(
+                dst, 5201 + k, addr=self.addr(dst), realtime=k in udp
+            )
         with ThreadPoolExecutor(len(pairs)) as pool:
             futures = []
             for k, (src, dst) in enumerate(pairs):
-                extra = ("-u", "-b", "250M", "-l", "1400") if k in udp else ("-C", "cubic")
+                extra = (
+                    ("-u", "-b", "250M", "-l", "1400") if k in udp else ("-C", "cubic")
+                )
                 extra += ("--get-server-output",)
                 futures.append(
                     pool.submit(
@@ -165,7 +173,10 @@ def udp_share(eqdsd: bool) -> dict:
     try:
         results = s.flows([(h, 6) for h in range(1, 6)], udp={4})
         rates = [mid_rate(r) for r in results]
-        return {"tcp_mbps": [round(r, 1) for r in rates[:4]], "udp_mbps": round(rates[4], 1)}
+        return {
+            "tcp_mbps": [round(r, 1) for r in rates[:4]],
+            "udp_mbps": round(rates[4], 1),
+        }
     finally:
         s.close()
 
@@ -210,8 +221,15 @@ def main() -> int:
     packet_ms = 1514 * 8 / (RATE_MBPS * 1e6) * 1e3
     e15, p1000 = m["incast_eqdsd_q15"], m["incast_plain_q1000"]
     quantities = [
-        Quantity("one TCP flow through eqdsd / tc rate", 0.95, m["single_eqdsd_mbps"] / 200, 0.05),
-        Quantity("8-to-1 incast through eqdsd, 15-packet queue: Jain", 1.0, e15["jain"], 0.05),
+        Quantity(
+            "one TCP flow through eqdsd / tc rate",
+            0.95,
+            m["single_eqdsd_mbps"] / 200,
+            0.05,
+        ),
+        Quantity(
+            "8-to-1 incast through eqdsd, 15-packet queue: Jain", 1.0, e15["jain"], 0.05
+        ),
         Quantity(
             "8-to-1 incast through eqdsd: aggregate / tc rate",
             0.95,
@@ -250,7 +268,8 @@ def main() -> int:
     )
     print(
         "\n".join(
-            f"{q.name}: ours {q.ours:.3f} (target {q.paper} +- {q.tolerance})" for q in quantities
+            f"{q.name}: ours {q.ours:.3f} (target {q.paper} +- {q.tolerance})"
+            for q in quantities
         )
     )
     return 0 if ok else 1
