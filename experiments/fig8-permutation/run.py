@@ -28,9 +28,12 @@ TRANSPORTS = {
     "tcp": ("sweep.toml", "TCP", 0.40, 0.10),
     "mptcp": ("sweep-mptcp.toml", "MPTCP (8 subflows)", 0.90, 0.10),
     "ndp": ("sweep-ndp.toml", "NDP", 0.95, 0.05),
-    # "TCP over EQDS performs similarly to NDP": NDP's value and tolerance.
+    # "TCP over EQDS performs similarly to NDP": NDP's value and tolerance. When NDP
+    # ran too, the check is the paper's claim itself: the ratio to our NDP (below).
     "eqds": ("sweep-eqds.toml", "TCP over EQDS", 0.95, 0.05),
 }
+#: Tolerance on TCP over EQDS's mean relative to NDP's (paper: about equal).
+SIMILAR_TO_NDP = 0.05
 QUICK = {"topology.k": 8, "stop.time": "30ms", "stop.warmup": "10ms"}
 
 
@@ -80,17 +83,29 @@ def main() -> int:
         },
     )
     quantities, also = [], {}
+    means = {name: sum(values) / len(values) for name, values in fractions.items()}
     for name, values in fractions.items():
         _, label, paper, tolerance = TRANSPORTS[name]
-        mean = sum(values) / len(values)
-        quantities.append(
-            Quantity(
-                f"{label} mean per-flow throughput (fraction of line rate)",
-                paper,
-                round(mean, 4),
-                tolerance,
+        mean = means[name]
+        if name == "eqds" and "ndp" in means:
+            quantities.append(
+                Quantity(
+                    "TCP over EQDS mean per-flow throughput relative to NDP's",
+                    1.0,
+                    round(mean / means["ndp"], 4),
+                    SIMILAR_TO_NDP,
+                )
             )
-        )
+            also["eqds_mean"] = round(mean, 4)
+        else:
+            quantities.append(
+                Quantity(
+                    f"{label} mean per-flow throughput (fraction of line rate)",
+                    paper,
+                    round(mean, 4),
+                    tolerance,
+                )
+            )
         also |= {
             f"{name}_median": round(values[len(values) // 2], 4),
             f"{name}_p10": round(values[len(values) // 10], 4),
@@ -123,6 +138,13 @@ def main() -> int:
                 "queue holds fewer than 4 packets (Linux's scheduler and TCP small queues), and "
                 "windows grow only when they limit sending (RFC 7661). The low tail comes from "
                 "subflows stuck in RTO back-off on congested paths."
+            ),
+            (
+                "TCP over EQDS is checked against the paper's claim, 'similar to NDP': its mean "
+                "over NDP's. The paper gives no number of its own for it. The gap that remains, "
+                "about 2.5%, is about what EQDS adds on top of NDP: each 9000 B packet carries "
+                "44 B of EQDS header and 64 B of TCP/IP header, and the TCP ACKs travel as "
+                "108 B EQDS packets on links that carry other flows' data."
             ),
             (
                 "NDP: with a one-BDP initial window (8 packets) flows settle near 66%: the pull "
