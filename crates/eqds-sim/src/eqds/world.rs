@@ -176,9 +176,13 @@ impl World {
         let mut eqds = self.take_eqds();
         let overhead = eqds.settings.overhead;
         let h = &mut eqds.hosts[host as usize];
-        if h.timer_queued == now {
-            h.timer_queued = Time::MAX;
+        if h.timer_queued != now {
+            // Superseded: an earlier timer was queued after this one, and every pump
+            // since queued one for the earliest thing due. Nothing is due now.
+            self.eqds = Some(eqds);
+            return;
         }
+        h.timer_queued = Time::MAX;
         h.rx.handle_pull_timeout(now);
         if now >= h.slow_due {
             h.tx.handle_timeout(now);
