@@ -266,3 +266,73 @@ fn one_cubic_flow_fills_a_10g_bottleneck() {
         "Cubic reached {fraction:.3}"
     );
 }
+
+/// One 2 MB Cubic flow from a 40 Gbps host through a 10 Gbps bottleneck with a
+/// 20-packet queue, starting with a window of 100: slow start overshoots and loses
+/// many packets in each window. Returns
+/// (completion time, timeouts, drops at the sender's own NIC).
+fn overshooting_flow(sack: bool, nic_limit: Option<u32>) -> (u64, u64, u64) {
+    let nic_limit = nic_limit.map_or(String::new(), |n| format!("nic_limit = {n}"));
+    let text = format!(
+        r#"
+        [topology]
+        kind = "dumbbell"
+        left = 1
+        right = 1
+        link = {{ rate = "40Gbps", latency = "1us" }}
+        bottleneck = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "drop_tail", limit_packets = 20 }}
+        [host]
+        queue = {{ kind = "drop_tail", limit_packets = 20 }}
+        [transport]
+        protocol = "cubic"
+        mtu = 1500
+        min_rto = "1ms"
+        initial_rto = "1ms"
+        initial_window = 100
+        sack = {sack}
+        {nic_limit}
+        [workload]
+        kind = "flows"
+        flows = [{{ src = 0, dst = 1, size = 2000000 }}]
+        [stop]
+        time = "50ms"
+    "#
+    );
+    let (flows, _, sim) = common::run(&text);
+    let f = &flows[0];
+    assert_eq!(f.delivered, 2_000_000, "every byte arrives in order");
+    let host_nic_drops = sim.network().ports[0].stats.drops;
+    (
+        f.fct().expect("the flow completes"),
+        f.timeouts,
+        host_nic_drops,
+    )
+}
+
+#[test]
+fn sack_recovers_a_slow_start_overshoot_without_a_timeout_and_faster_than_newreno() {
+    let (newreno_fct, _, _) = overshooting_flow(false, Some(4));
+    let (sack_fct, sack_timeouts, _) = overshooting_flow(true, Some(4));
+    assert_eq!(sack_timeouts, 0, "SACK and RACK find every loss");
+    // NewReno resends one hole per round trip; SACK resends every hole in one.
+    assert!(
+        (sack_fct as f64) < 0.8 * newreno_fct as f64,
+        "SACK took {sack_fct} ps, NewReno {newreno_fct} ps"
+    );
+    // The bottleneck stays busy: within 25% of 2 MB at 10 Gbps.
+    let ideal = 2_000_000.0 * 8.0 / 10e9 * 1500.0 / 1436.0 * 1e12;
+    assert!((sack_fct as f64) < 1.25 * ideal, "SACK took {sack_fct} ps");
+}
+
+#[test]
+fn tcp_small_queues_keep_a_fast_sender_from_dropping_at_its_own_nic() {
+    let (_, _, unlimited_drops) = overshooting_flow(true, None);
+    let (_, _, limited_drops) = overshooting_flow(true, Some(4));
+    assert!(
+        unlimited_drops > 0,
+        "an initial window of 100 overflows a 20-packet NIC queue"
+    );
+    assert_eq!(limited_drops, 0);
+}

@@ -87,6 +87,13 @@ pub struct TransportSpec {
     /// Priority class of the flows' packets (strict-priority queues serve 0 first).
     #[serde(default)]
     pub class: u8,
+    /// TCP loss recovery with SACK, RACK and tail-loss probes, as Linux recovers;
+    /// false (the default, as htsim) is NewReno without SACK.
+    #[serde(default)]
+    pub sack: bool,
+    /// TCP small queues: a TCP sender writes nothing while its host's NIC queue holds
+    /// this many packets (default: no limit).
+    pub nic_limit: Option<u32>,
     /// NDP parameters (used by `protocol = "ndp"` flows).
     #[serde(default)]
     pub ndp: NdpSpec,
@@ -279,6 +286,9 @@ impl TransportSpec {
         if self.udp.rate.is_some_and(|r| r.0 == 0) {
             return Err("udp.rate: must be positive".into());
         }
+        if self.nic_limit == Some(0) {
+            return Err("nic_limit: must be at least 1 packet".into());
+        }
         if self.mptcp.nic_limit == 0 {
             return Err("mptcp.nic_limit: must be at least 1 packet".into());
         }
@@ -332,6 +342,8 @@ impl TransportSpec {
             dctcp_g: self.dctcp_g,
             dupack_threshold: self.dupack_threshold,
             class: self.class,
+            sack: self.sack,
+            nic_limit: self.nic_limit,
         }
     }
 }

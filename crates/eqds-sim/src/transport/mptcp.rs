@@ -47,6 +47,13 @@ impl MptcpSender {
         size: Option<u64>,
         nic_limit: u32,
     ) -> Self {
+        // The connection, not each subflow, keeps the NIC queue short; subflows
+        // recover with NewReno, as the multipath experiments were calibrated.
+        let cfg = TcpConfig {
+            sack: false,
+            nic_limit: None,
+            ..cfg
+        };
         MptcpSender {
             subflows: entropies
                 .iter()
@@ -109,7 +116,7 @@ impl MptcpSender {
         match self
             .subflows
             .iter()
-            .filter_map(TcpSender::rto_deadline)
+            .filter_map(TcpSender::next_deadline)
             .chain(self.nic_wake)
             .min()
         {
@@ -140,7 +147,7 @@ impl Endpoint for MptcpSender {
     fn on_timer(&mut self, ctx: &mut Ctx) {
         let woken_by_eqds = ctx.eqds_tunnels_transports();
         for s in &mut self.subflows {
-            if s.rto_deadline().is_some_and(|at| at <= ctx.now) {
+            if s.next_deadline().is_some_and(|at| at <= ctx.now) {
                 s.on_timer(ctx);
             } else if woken_by_eqds {
                 // EQDS may have held data a subflow was given; send it now.

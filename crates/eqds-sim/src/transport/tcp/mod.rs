@@ -1,5 +1,5 @@
-//! TCP with byte sequence numbers, cumulative ACKs, NewReno loss recovery and a
-//! pluggable congestion controller (NewReno, Cubic, DCTCP).
+//! TCP with byte sequence numbers, cumulative ACKs, NewReno or SACK loss recovery and
+//! a pluggable congestion controller (NewReno, Cubic, DCTCP).
 //!
 //! Segments are cut at fixed MSS boundaries from byte 0, so every retransmission
 //! covers the same bytes as the original. ACKs echo the timestamp of the segment that
@@ -8,6 +8,7 @@
 
 mod receiver;
 mod rtt;
+mod scoreboard;
 mod sender;
 
 pub use receiver::TcpReceiver;
@@ -49,6 +50,12 @@ pub struct TcpConfig {
     pub dupack_threshold: u32,
     /// Priority class of this flow's packets.
     pub class: u8,
+    /// Recover from loss with SACK, RACK and tail-loss probes (Linux's recovery);
+    /// false is NewReno without SACK.
+    pub sack: bool,
+    /// Stop writing while the host's NIC queue holds this many packets (Linux's TCP
+    /// small queues); `None` writes whatever the window allows.
+    pub nic_limit: Option<u32>,
 }
 
 impl Default for TcpConfig {
@@ -66,6 +73,8 @@ impl Default for TcpConfig {
             dctcp_g: 1.0 / 16.0,
             dupack_threshold: 3,
             class: 0,
+            sack: false,
+            nic_limit: None,
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct TcpReceiver {
     unacked_segments: u32,
     /// Timestamp to echo in the next ACK.
     echo: Time,
+    /// First byte of the segment that triggers the next ACK: above the cumulative
+    /// point it is the ACK's SACK block (a sender without SACK ignores it).
+    triggered_by: u64,
     /// Delayed-ACK deadline, if an ACK is being held.
     ack_deadline: Option<Time>,
     complete: bool,
@@ -65,6 +68,7 @@ impl TcpReceiver {
             ce_pending: 0,
             unacked_segments: 0,
             echo: 0,
+            triggered_by: 0,
             ack_deadline: None,
             complete: false,
             subflow: None,
@@ -137,6 +141,7 @@ impl TcpReceiver {
             size: self.cfg.header,
             entropy: self.entropy,
             ack: self.rcv_nxt,
+            seq: self.triggered_by,
             timestamp: self.echo,
             ce_bytes: std::mem::take(&mut self.ce_pending),
             kind: PacketKind::Ack,
@@ -161,6 +166,7 @@ impl Endpoint for TcpReceiver {
             self.ce_pending = self.ce_pending.saturating_add(p.payload);
         }
         self.echo = p.timestamp;
+        self.triggered_by = p.seq;
         if self.subflow.is_some() && (p.payload as u64) < self.mss() {
             // Segments are full except a connection's very last one.
             self.size = self.size.min(p.seq + p.payload as u64);

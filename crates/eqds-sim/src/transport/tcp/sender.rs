@@ -1,6 +1,16 @@
-//! The TCP sender: window-limited transmission, NewReno fast retransmit and recovery
-//! (RFC 6582), and the retransmission timeout with go-back-N (RFC 6298 §5).
+//! The TCP sender: window-limited transmission and the retransmission timeout
+//! (RFC 6298), with one of two loss recoveries:
+//! - NewReno (RFC 6582): fast retransmit on duplicate ACKs, one hole per round trip,
+//!   go-back-N after a timeout (htsim's TCP, the default);
+//! - SACK (`sack`), as Linux recovers: a [`Scoreboard`] of SACKed and lost segments,
+//!   RFC 6675's pipe against the window, RACK's time-based loss marks and a tail-loss
+//!   probe (RFC 8985), and after a timeout a resend of only what was not SACKed.
+//!
+//! With `nic_limit` it stops writing while its host's NIC queue holds that many
+//! packets and resumes when the NIC frees a slot, as Linux's TCP small queues do, so a
+//! fast sender does not drop its own packets at its own NIC.
 
+use super::scoreboard::Scoreboard;
 use super::{RttEstimator, TcpConfig};
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
 use crate::net::packet::{flags, Packet, PacketKind};
@@ -15,6 +25,8 @@ struct Recovery {
     recover: u64,
     /// Window inflation from duplicate ACKs, deflated by partial ACKs (may go negative).
     inflation: i64,
+    /// SACK: recovering from a timeout, where the window slow-starts from one segment.
+    after_timeout: bool,
 }
 
 pub struct TcpSender {
@@ -51,6 +63,14 @@ pub struct TcpSender {
     rto_deadline: Option<Time>,
     /// Subflow index stamped on packets (MPTCP); 0 for plain TCP.
     subflow: u8,
+    /// SACK: the state of every outstanding segment.
+    board: Scoreboard,
+    /// SACK: when the tail-loss probe is due, if armed.
+    tlp_deadline: Option<Time>,
+    /// SACK: smallest RTT seen (RACK's reordering window is a quarter of it).
+    min_rtt: Time,
+    /// When the NIC frees a slot, if the sender stopped at `nic_limit`.
+    nic_wake: Option<Time>,
 }
 
 impl TcpSender {
@@ -89,6 +109,10 @@ impl TcpSender {
             backoff: 0,
             rto_deadline: None,
             subflow: 0,
+            board: Scoreboard::default(),
+            tlp_deadline: None,
+            min_rtt: Time::MAX,
+            nic_wake: None,
         }
     }
 
@@ -98,10 +122,13 @@ impl TcpSender {
         self
     }
 
-    /// When the retransmission timer is due, if armed (a multipath connection
+    /// When this sender's timer is next due, if armed (a multipath connection
     /// multiplexes its subflows' timers onto its one timer).
-    pub fn rto_deadline(&self) -> Option<Time> {
-        self.rto_deadline
+    pub fn next_deadline(&self) -> Option<Time> {
+        [self.rto_deadline, self.tlp_deadline, self.nic_wake]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Congestion window in bytes.
@@ -176,12 +203,32 @@ impl TcpSender {
         }
     }
 
-    /// Sends new data while the window allows.
+    /// Whether the host may not take a packet now: EQDS pushes back (and wakes us
+    /// through the timer when there is room), or the NIC queue is at `nic_limit` (and
+    /// the timer is set for when its packet on the wire is done).
+    fn held_back(&mut self, ctx: &mut Ctx) -> bool {
+        if ctx.eqds_hold(self.src, self.dst) {
+            return true;
+        }
+        let Some(limit) = self.cfg.nic_limit else {
+            return false;
+        };
+        if ctx.nic_backlog_packets(self.src) < limit {
+            return false;
+        }
+        self.nic_wake = Some(ctx.nic_busy_until(self.src).max(ctx.now) + 1);
+        self.sync_timer(ctx);
+        true
+    }
+
+    /// Sends what the window allows: new data, or with SACK lost segments first.
     fn push(&mut self, ctx: &mut Ctx) {
+        if self.cfg.sack {
+            return self.push_sack(ctx);
+        }
         let wnd = self.window();
         while self.snd_nxt < self.size && self.snd_nxt - self.snd_una < wnd {
-            if ctx.eqds_hold(self.src, self.dst) {
-                // EQDS pushes back; the timer wakes us when there is room.
+            if self.held_back(ctx) {
                 return;
             }
             let seq = self.snd_nxt;
@@ -190,13 +237,53 @@ impl TcpSender {
         }
     }
 
+    /// RFC 6675's NextSeg loop: while the pipe is below the window, resend the lowest
+    /// lost segment, or else send a new one.
+    fn push_sack(&mut self, ctx: &mut Ctx) {
+        let mss = self.mss();
+        while (self.board.pipe() as u64) * mss < self.cc.window() {
+            let resend = self.board.first_lost();
+            if resend.is_none() && self.snd_nxt >= self.size {
+                return;
+            }
+            if self.held_back(ctx) {
+                return;
+            }
+            match resend {
+                Some(index) => {
+                    self.send_segment(ctx, index * mss);
+                    self.board.resent(index, ctx.now);
+                }
+                None => self.send_new_sack(ctx),
+            }
+        }
+    }
+
+    fn send_new_sack(&mut self, ctx: &mut Ctx) {
+        let seq = self.snd_nxt;
+        self.send_segment(ctx, seq);
+        self.board.sent_new(seq / self.mss(), ctx.now);
+        self.snd_nxt = (seq + self.mss()).min(self.size);
+    }
+
     fn arm_rto(&mut self, ctx: &mut Ctx) {
         let at = ctx.now + self.rtt.rto_with_backoff(self.backoff);
         self.rto_deadline = Some(at);
-        ctx.set_timer(at);
+        self.sync_timer(ctx);
     }
 
-    fn on_ack(&mut self, ctx: &mut Ctx, ack: u64, echo: Time, ce: u64) {
+    /// Sets the endpoint's one timer for the earliest of its deadlines.
+    fn sync_timer(&self, ctx: &mut Ctx) {
+        if let Some(at) = self.next_deadline() {
+            ctx.set_timer(at);
+        }
+    }
+
+    fn on_ack(&mut self, ctx: &mut Ctx, ack: u64, sacked: u64, echo: Time, ce: u64) {
+        if self.cfg.sack {
+            self.on_ack_sack(ctx, ack, sacked, echo, ce);
+            return;
+        }
         if ack > self.snd_una && ack <= self.high_tx {
             self.on_new_ack(ctx, ack, echo, ce);
         } else if ack == self.snd_una && self.snd_nxt > self.snd_una {
@@ -269,16 +356,156 @@ impl TcpSender {
             self.recovery = Some(Recovery {
                 recover: self.snd_nxt,
                 inflation: self.cfg.dupack_threshold as i64 * self.mss() as i64,
+                after_timeout: false,
             });
             let seq = self.snd_una;
             self.send_segment(ctx, seq);
         }
     }
 
+    /// An ACK with SACK: update the scoreboard from its block and its echoed send
+    /// time, mark what that shows lost, enter recovery on the first loss, and send.
+    fn on_ack_sack(&mut self, ctx: &mut Ctx, ack: u64, sacked: u64, echo: Time, ce: u64) {
+        let mss = self.mss();
+        let now = ctx.now;
+        // The receiver names the segment that triggered the ACK; above the
+        // cumulative point that is a SACK block.
+        if sacked >= ack && sacked < self.high_tx {
+            self.board.sacked(sacked / mss);
+        }
+        self.board.delivered(echo, now);
+        if ack > self.snd_una && ack <= self.high_tx {
+            let cwnd_limited = (self.board.pipe() as u64 + 1) * mss >= self.cc.window();
+            let acked = ack - self.snd_una;
+            self.snd_una = ack;
+            self.board.acked_to(ack.div_ceil(mss));
+            self.dupacks = 0;
+            self.backoff = 0;
+            let rtt = now.checked_sub(echo);
+            if let Some(rtt) = rtt {
+                self.rtt.sample(rtt);
+                self.min_rtt = self.min_rtt.min(rtt);
+                ctx.flow(self.flow).record_rtt(rtt);
+            }
+            let event = AckEvent {
+                now,
+                acked,
+                ce: ce + std::mem::take(&mut self.pending_ce),
+                rtt,
+                snd_una: self.snd_una,
+                snd_nxt: self.snd_nxt,
+                mss,
+            };
+            if self.cfg.ecn {
+                self.cc.on_ecn(&event);
+            }
+            match self.recovery {
+                Some(r) if ack >= r.recover => {
+                    self.recovery = None;
+                    if r.after_timeout {
+                        self.cc.on_ack(&event);
+                    }
+                }
+                // After a timeout the window slow-starts again while the resends go.
+                Some(r) if r.after_timeout => self.cc.on_ack(&event),
+                Some(_) => {}
+                None if cwnd_limited => self.cc.on_ack(&event),
+                None => {}
+            }
+            // A new ACK ends any probe; the next one may be armed.
+            self.tlp_deadline = None;
+            if self.snd_una >= self.size {
+                self.rto_deadline = None;
+                ctx.cancel_timer();
+                return;
+            }
+            if self.snd_una == self.snd_nxt {
+                self.rto_deadline = None;
+            } else {
+                self.arm_rto(ctx);
+            }
+        } else if ack == self.snd_una && self.snd_nxt > self.snd_una {
+            self.dupacks += 1;
+            self.pending_ce += ce;
+        }
+        let reorder_window = if self.min_rtt == Time::MAX {
+            0
+        } else {
+            self.min_rtt / 4
+        };
+        self.board.mark_losses(now, reorder_window);
+        if self.recovery.is_none() && self.dupacks >= self.cfg.dupack_threshold {
+            // Duplicate ACKs whose SACK blocks were lost still say the head is gone.
+            self.board.mark_lost(self.snd_una / mss);
+        }
+        if self.recovery.is_none() && self.board.lost() > 0 {
+            let flight = self.snd_nxt - self.snd_una;
+            self.cc.on_loss(now, flight, mss);
+            self.recovery = Some(Recovery {
+                recover: self.high_tx,
+                inflation: 0,
+                after_timeout: false,
+            });
+        }
+        self.push_sack(ctx);
+        self.arm_tail_loss_probe(ctx);
+    }
+
+    /// Arms the tail-loss probe (RFC 8985 §7.2) two smoothed RTTs out, plus the
+    /// delayed-ACK timeout when a single segment is out, and never after the RTO.
+    fn arm_tail_loss_probe(&mut self, ctx: &mut Ctx) {
+        let Some(srtt) = self.rtt.srtt() else {
+            return;
+        };
+        if self.recovery.is_some() || self.tlp_deadline.is_some() || self.snd_nxt == self.snd_una {
+            return;
+        }
+        let mut pto = 2 * srtt;
+        if self.board.outstanding() == 1 {
+            pto += self.cfg.delayed_ack.map_or(0, |d| d.timeout);
+        }
+        let at = ctx.now + pto;
+        if self.rto_deadline.is_some_and(|rto| rto <= at) {
+            return;
+        }
+        self.tlp_deadline = Some(at);
+        self.sync_timer(ctx);
+    }
+
+    /// The probe: one new segment if there is one, else the last one not SACKed again,
+    /// so that the ACK it draws reveals a lost tail to RACK.
+    fn send_tail_loss_probe(&mut self, ctx: &mut Ctx) {
+        if self.held_back(ctx) {
+            return;
+        }
+        if self.snd_nxt < self.size {
+            self.send_new_sack(ctx);
+        } else if let Some(index) = self.board.last_unsacked() {
+            self.send_segment(ctx, index * self.mss());
+            self.board.resent(index, ctx.now);
+        }
+        self.arm_rto(ctx);
+    }
+
     fn on_timeout(&mut self, ctx: &mut Ctx) {
         ctx.flow(self.flow).timeouts += 1;
         let flight = self.snd_nxt - self.snd_una;
         self.cc.on_timeout(ctx.now, flight, self.mss());
+        if self.cfg.sack {
+            // Resend only what was not SACKed, slow-starting from one segment.
+            self.board.mark_all_lost();
+            self.recovery = Some(Recovery {
+                recover: self.high_tx,
+                inflation: 0,
+                after_timeout: true,
+            });
+            self.dupacks = 0;
+            self.backoff += 1;
+            self.rto_deadline = None;
+            self.tlp_deadline = None;
+            self.push(ctx);
+            return;
+        }
         self.timeout_recover = Some(self.high_tx);
         self.recovery = None;
         self.dupacks = 0;
@@ -299,18 +526,25 @@ impl Endpoint for TcpSender {
         ctx.free(pkt);
         // TCP cannot use trimmed or returned headers: to it they are losses.
         if p.kind == PacketKind::Ack && !p.has(flags::TRIMMED | flags::RETURNED) {
-            self.on_ack(ctx, p.ack, p.timestamp, p.ce_bytes as u64);
+            self.on_ack(ctx, p.ack, p.seq, p.timestamp, p.ce_bytes as u64);
         }
     }
 
     fn on_timer(&mut self, ctx: &mut Ctx) {
-        match self.rto_deadline {
-            Some(at) if at <= ctx.now && self.snd_una < self.size => {
-                self.on_timeout(ctx);
-                return;
-            }
-            Some(at) if at > ctx.now => ctx.set_timer(at),
-            _ => {}
+        let now = ctx.now;
+        if self.rto_deadline.is_some_and(|at| at <= now) && self.snd_una < self.size {
+            self.on_timeout(ctx);
+            return;
+        }
+        if self.nic_wake.is_some_and(|at| at <= now) {
+            self.nic_wake = None;
+        }
+        if self.tlp_deadline.is_some_and(|at| at <= now) {
+            self.tlp_deadline = None;
+            self.send_tail_loss_probe(ctx);
+        }
+        if self.next_deadline().is_some_and(|at| at > now) {
+            self.sync_timer(ctx);
         }
         // Early: EQDS woke us after pushing back (the timer is shared); send what
         // the window allows. Without EQDS this finds nothing to do.
