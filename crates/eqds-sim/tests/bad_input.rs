@@ -66,6 +66,14 @@ fn each_mistake_is_named() {
         ("protocol = \"newreno\"", "protocol = \"quic\"", "quic"),
         ("mtu = 1500", "mtu = 40", "mtu"),
         ("mtu = 1500", "mtu = 1500\nbogus = 1", "bogus"),
+        ("mtu = 1500", "mtu = 1500\nnic_limit = 0", "nic_limit"),
+        ("mtu = 1500", "mtu = 1500\nsack = \"yes\"", "sack"),
+        (
+            "kind = \"fat_tree\"\nk = 4",
+            "kind = \"leaf_spine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 2\n\
+             leaf_host_links = [{ rate = \"1Gbps\", latency = \"1us\" }]",
+            "leaf_host_links: needs one link per leaf (2), got 1",
+        ),
         ("size = \"100KB\"", "size = 0", "size"),
         ("kind = \"permutation\"", "kind = \"incast\"", "senders"),
         ("time = \"10ms\"", "time = \"0ms\"", "stop.time"),

@@ -147,7 +147,11 @@ impl Simulation {
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
         let bdp_packets = {
             let rtt = world.net.max_base_rtt(mtu, header) as u128;
-            let rate = world.net.host_rate(0) as u128;
+            // At the fastest NIC's rate: a window must cover the fastest host.
+            let rate = (0..world.net.n_hosts)
+                .map(|h| world.net.host_rate(h))
+                .max()
+                .unwrap_or(0) as u128;
             let bytes = rtt * rate / (8 * crate::units::SEC as u128);
             bytes.div_ceil(mtu as u128) as u32
         };

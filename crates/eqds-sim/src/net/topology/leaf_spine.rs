@@ -2,14 +2,15 @@
 
 use crate::net::{LinkSpec, Network, NetworkBuilder};
 
+/// `host_links[l]` is the link of every host under leaf `l`.
 pub fn build(
     mut b: NetworkBuilder,
-    leaves: u32,
     spines: u32,
     hosts_per_leaf: u32,
-    host_link: LinkSpec,
+    host_links: &[LinkSpec],
     leaf_spine_link: LinkSpec,
 ) -> Network {
+    let leaves = host_links.len() as u32;
     let leaf_ids: Vec<_> = (0..leaves)
         .map(|l| b.switch(l * hosts_per_leaf, hosts_per_leaf, 1, spines, 1))
         .collect();
@@ -22,7 +23,7 @@ pub fn build(
             b.link(
                 host,
                 b.down_port(leaf, h),
-                host_link,
+                host_links[l],
                 "host_up",
                 "leaf_down",
             );

@@ -51,6 +51,9 @@ pub enum TopologySpec {
         hosts_per_leaf: u32,
         link: LinkToml,
         host_link: Option<LinkToml>,
+        /// One host link per leaf, overriding `host_link` (servers and clients on
+        /// NICs of different speeds).
+        leaf_host_links: Option<Vec<LinkToml>>,
         leaf_spine_link: Option<LinkToml>,
     },
     /// N hosts on one switch (incast and switch-model experiments).
@@ -110,11 +113,20 @@ impl TopologySpec {
                 leaves,
                 spines,
                 hosts_per_leaf,
+                leaf_host_links,
                 ..
             } => {
                 positive("leaves", *leaves)?;
                 positive("spines", *spines)?;
                 positive("hosts_per_leaf", *hosts_per_leaf)?;
+                if let Some(links) = leaf_host_links {
+                    if links.len() != *leaves as usize {
+                        return Err(format!(
+                            "leaf_host_links: needs one link per leaf ({leaves}), got {}",
+                            links.len()
+                        ));
+                    }
+                }
             }
             TopologySpec::SingleSwitch { hosts, .. } => {
                 if *hosts < 2 {
@@ -167,15 +179,21 @@ impl TopologySpec {
                 hosts_per_leaf,
                 link,
                 host_link,
+                leaf_host_links,
                 leaf_spine_link,
-            } => leaf_spine::build(
-                b,
-                *leaves,
-                *spines,
-                *hosts_per_leaf,
-                host_link.unwrap_or(*link).into(),
-                leaf_spine_link.unwrap_or(*link).into(),
-            ),
+            } => {
+                let host_links: Vec<LinkSpec> = match leaf_host_links {
+                    Some(links) => links.iter().map(|&l| l.into()).collect(),
+                    None => vec![host_link.unwrap_or(*link).into(); *leaves as usize],
+                };
+                leaf_spine::build(
+                    b,
+                    *spines,
+                    *hosts_per_leaf,
+                    &host_links,
+                    leaf_spine_link.unwrap_or(*link).into(),
+                )
+            }
             TopologySpec::SingleSwitch { hosts, link } => {
                 single_switch::build(b, *hosts, (*link).into())
             }
