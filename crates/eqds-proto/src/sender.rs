@@ -826,6 +826,14 @@ impl<P: Clone> Sender<P> {
                 }
             }
         }
+        if t.stalled() && seq_le(t.last_target, t.highest_pull) {
+            // Demand the receiver has not heard of: every PULL asked for has come,
+            // nothing in flight can earn another, and the credit held cannot pay for
+            // the backlog (a NACKed packet, or a partial PULL's leftover short of a
+            // full packet). Ask now; the credit-loss timer is for lost control
+            // packets, not for this.
+            t.rts_pending = true;
+        }
         self.schedule(idx);
     }
 

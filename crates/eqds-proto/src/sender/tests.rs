@@ -314,6 +314,31 @@ fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
 }
 
 #[test]
+fn trimmed_tail_asks_for_credit_at_once() {
+    // Two packets are paid for by the two PULLs their RTS asked for; both are
+    // trimmed. Their headers carried a target the receiver had already met, so it
+    // owes nothing: without new demand the resends would wait for the credit-loss
+    // timer.
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    s.handle_control(10, 1, &pull(2));
+    let sent = drain(&mut s, 10);
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|t| t.header.pull_target == 2));
+    s.handle_control(20, 1, &control(ControlKind::Nack, 0, 2, 0));
+    assert!(
+        drain(&mut s, 20).is_empty(),
+        "packet 1 is in flight and may still earn a PULL"
+    );
+    s.handle_control(21, 1, &control(ControlKind::Nack, 1, 2, 0));
+    let tx = drain(&mut s, 21);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(tx[0].header.pull_target, 4, "one PULL per resend");
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 0);
+}
+
+#[test]
 fn tunnels_holding_credit_take_turns() {
     let mut s = Sender::new(config(Mode::Ndp));
     for dst in [1, 2, 3] {
