@@ -19,10 +19,14 @@ from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import cdf
 
 HERE = Path(__file__).resolve().parent
+#: TCP as htsim models it: NewReno-style recovery without SACK, and no TCP small
+#: queues (a limit no NIC queue reaches), so slow start can overflow its own NIC.
+WITHOUT_SACK_OR_TSQ = {"transport.sack": "false", "transport.nic_limit": "1000000"}
 CONFIGS = {
     "TCP": {},
     "TCP over EQDS, NDP mode": EQDS_NDP,
     "TCP over EQDS, RTS mode": EQDS_RTS,
+    "TCP without SACK or small queues": WITHOUT_SACK_OR_TSQ,
 }
 QUICK = {"stop.time": "15ms"}
 
@@ -69,7 +73,8 @@ def main() -> int:
         experiment="fig9-fct",
         figure="EQDS NSDI'22, Figure 9",
         setup="4 ToRs x 8 hosts at 25 Gbps, 2 spines, 2 x 100 Gbps uplinks per ToR, 1 us "
-        "links, 1500 B MTU, Cubic with 1 ms min RTO, every host downloading 1 MB objects "
+        "links, 1500 B MTU, Cubic with SACK/RACK/TLP, TCP small queues and 1 ms min RTO, "
+        "every host downloading 1 MB objects "
         "from random hosts back to back, 50 ms, seeds 1-3. TCP: ECMP, 200-packet "
         "drop-tail. EQDS (100-packet EQIF queues with backpressure): NDP mode on "
         "15-packet trimming queues with spraying; RTS mode on 200-packet drop-tail with "
@@ -108,6 +113,14 @@ def main() -> int:
                 "The paper reads 2.4x (median) and 2x (p95) for NDP mode and 'halves median "
                 "and p95' for RTS mode; we take 2x for RTS. More flows complete with EQDS in "
                 "the same 50 ms, so the FCT samples differ in number."
+            ),
+            (
+                "The baseline recovers as Linux does (SACK, RACK, tail-loss probes) and keeps "
+                "its NIC queue short (TCP small queues). Without those two (htsim's TCP, "
+                "also measured) slow start overflows the sender's own NIC queue and "
+                "recovers one hole per round trip, which more than triples its median FCT; "
+                "against that baseline EQDS's gains look like the paper's, against Linux's "
+                "they do not."
             ),
         ],
     )
