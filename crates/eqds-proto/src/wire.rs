@@ -55,7 +55,9 @@
 //! (a coalesced ACK covering every seq up to `ack_no`, Q9); `0xF0` is reserved.
 //!
 //! `next_proto` (data layout, byte 2): 0 none, 1 IPv4, 2 IPv6, 3 Ethernet (VXLAN-style
-//! inner frames), the numbering VXLAN-GPE uses for the same three. DATA always names an
+//! inner frames), the numbering VXLAN-GPE uses for the same three, and 0x80 native (a
+//! payload an application handed to EQDS directly, with no inner header; the code sits
+//! outside the range VXLAN-GPE assigns so the two never collide). DATA always names an
 //! inner protocol; RTS, which carries nothing, always says none.
 //!
 //! # Decoding is strict
@@ -256,6 +258,9 @@ pub enum NextProto {
     Ipv6 = 2,
     /// An Ethernet frame (EQDS used as a stateful VXLAN, item 2).
     Ethernet = 3,
+    /// An application's own payload, handed to the EQIF through a native interface
+    /// rather than as an IP packet (the daemon's native socket, `eqdsperf`).
+    Native = 0x80,
 }
 
 impl NextProto {
@@ -265,6 +270,7 @@ impl NextProto {
             1 => Some(Self::Ipv4),
             2 => Some(Self::Ipv6),
             3 => Some(Self::Ethernet),
+            0x80 => Some(Self::Native),
             _ => None,
         }
     }

@@ -5,7 +5,7 @@
 //! format is documented with an example in `docs/eqdsd.md`.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use eqds_proto::receiver::Policy;
 use eqds_proto::sender::Mode;
@@ -45,6 +45,8 @@ struct File {
     eqds: EqdsSection,
     #[serde(default)]
     metrics: MetricsSection,
+    #[serde(default)]
+    native: NativeSection,
     #[serde(default)]
     peer: Vec<PeerSection>,
     #[serde(default)]
@@ -189,6 +191,16 @@ fn default_metrics() -> Option<SocketAddrV4> {
     Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9477))
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeSection {
+    #[serde(default)]
+    socket: Option<String>,
+}
+
+/// Longest path a Unix socket address holds (`sun_path` less its terminating NUL).
+const UNIX_PATH_MAX: usize = 107;
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PeerSection {
@@ -297,6 +309,8 @@ pub struct Config {
     pub max_peers: u32,
     /// Metrics endpoint, if any.
     pub metrics: Option<SocketAddrV4>,
+    /// The native interface's Unix datagram socket, if enabled.
+    pub native_socket: Option<PathBuf>,
     /// Peers named one by one.
     pub peers: Vec<PeerConfig>,
     /// Peer ranges.
@@ -462,6 +476,25 @@ impl Config {
                 allowed_ips: r.allowed_ips.trunc(),
             });
         }
+        let native_socket = match f.native.socket {
+            None => None,
+            Some(p) if p.is_empty() => {
+                return Err(invalid("native.socket", "is empty (leave the key out to disable)"))
+            }
+            Some(p) if !p.starts_with('/') => {
+                return Err(invalid(
+                    "native.socket",
+                    format!("'{p}' is not an absolute path"),
+                ))
+            }
+            Some(p) if p.len() > UNIX_PATH_MAX || p.ends_with('/') || p.contains('\0') => {
+                return Err(invalid(
+                    "native.socket",
+                    format!("'{p}' is not a Unix socket path (a file name of at most {UNIX_PATH_MAX} bytes)"),
+                ))
+            }
+            Some(p) => Some(PathBuf::from(p)),
+        };
         if peers.is_empty() && peer_ranges.is_empty() {
             return Err(invalid(
                 "peer",
@@ -491,6 +524,7 @@ impl Config {
             ack_coalesce: e.ack_coalesce,
             max_peers: e.max_peers,
             metrics: f.metrics.listen,
+            native_socket,
             peers,
             peer_ranges,
         })

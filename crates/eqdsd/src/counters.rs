@@ -53,6 +53,28 @@ pub struct Counters {
     pub drop_tun_write_error: u64,
     /// Dropped: held by a receive tunnel whose state was lost (peer restart).
     pub drop_lost_on_restart: u64,
+
+    /// Datagrams read from the native socket (DATA and HELLO, well-formed or not).
+    pub native_rx_datagrams: u64,
+    /// Native payloads taken into a send queue.
+    pub native_enqueued: u64,
+    /// Native payloads delivered to the local application.
+    pub native_delivered: u64,
+    /// Dropped: a native datagram that does not decode (short, bad version or kind).
+    pub drop_native_malformed: u64,
+    /// Dropped: a native payload for a tunnel address no peer or range has.
+    pub drop_native_unknown_peer: u64,
+    /// Dropped: a native payload larger than the inner MTU.
+    pub drop_native_too_large: u64,
+    /// Refused: a native payload that found its destination's send queue full (the
+    /// application was told BUSY).
+    pub drop_native_send_queue_full: u64,
+    /// Dropped: a delivered native payload with no application to take it (the native
+    /// socket is off, or no application has sent to it yet).
+    pub drop_native_no_app: u64,
+    /// Dropped: a delivered native payload the application did not read in time (its
+    /// queue in the daemon was full) or whose write failed.
+    pub drop_native_app_slow: u64,
 }
 
 impl Counters {
@@ -111,6 +133,35 @@ impl Counters {
             ("drop:send_error", "", self.drop_send_error),
             ("drop:tun_write_error", "", self.drop_tun_write_error),
             ("drop:lost_on_restart", "", self.drop_lost_on_restart),
+            (
+                "native_rx_datagrams",
+                "Datagrams read from the native socket",
+                self.native_rx_datagrams,
+            ),
+            (
+                "native_enqueued",
+                "Native payloads taken into a send queue",
+                self.native_enqueued,
+            ),
+            (
+                "native_delivered",
+                "Native payloads delivered to the local application",
+                self.native_delivered,
+            ),
+            ("drop:native_malformed", "", self.drop_native_malformed),
+            (
+                "drop:native_unknown_peer",
+                "",
+                self.drop_native_unknown_peer,
+            ),
+            ("drop:native_too_large", "", self.drop_native_too_large),
+            (
+                "drop:native_send_queue_full",
+                "",
+                self.drop_native_send_queue_full,
+            ),
+            ("drop:native_no_app", "", self.drop_native_no_app),
+            ("drop:native_app_slow", "", self.drop_native_app_slow),
         ]
         .to_vec()
     }

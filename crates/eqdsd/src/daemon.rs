@@ -9,9 +9,10 @@
 
 use std::io::{self, ErrorKind};
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use mio::net::TcpListener;
+use mio::net::{TcpListener, UnixDatagram};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -20,7 +21,7 @@ use signal_hook_mio::v1_0::Signals;
 use eqds_proto::time::PS_PER_US;
 
 use crate::config::Config;
-use crate::engine::{Datagram, Engine};
+use crate::engine::{Datagram, Engine, NativeOutcome, NATIVE_AT};
 use crate::gso;
 use crate::metrics;
 use crate::pool::{BufId, INNER};
@@ -33,6 +34,79 @@ const TUN: Token = Token(1);
 const TIMER: Token = Token(2);
 const METRICS: Token = Token(3);
 const SIGNALS: Token = Token(4);
+const NATIVE: Token = Token(5);
+const NATIVE_APP: Token = Token(6);
+
+/// Native socket reads per turn.
+const NATIVE_READS_PER_TURN: usize = 256;
+
+/// The native interface: the daemon's bound socket, and a socket connected to the
+/// application that receives (the one heard from last). Connected, so that epoll
+/// reports it writable only when the application's receive queue has room.
+struct NativeIo {
+    sock: UnixDatagram,
+    path: PathBuf,
+    app: Option<App>,
+}
+
+struct App {
+    path: PathBuf,
+    out: UnixDatagram,
+    writable: bool,
+}
+
+impl NativeIo {
+    fn bind(path: &Path, registry: &mio::Registry) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("native.socket: creating {}", dir.display()))?;
+        }
+        // A socket file left by an earlier daemon (the path is ours by configuration).
+        if std::fs::symlink_metadata(path).is_ok() {
+            std::fs::remove_file(path)
+                .with_context(|| format!("native.socket: removing stale {}", path.display()))?;
+        }
+        let mut sock = UnixDatagram::bind(path)
+            .with_context(|| format!("native.socket: binding {}", path.display()))?;
+        registry.register(&mut sock, NATIVE, Interest::READABLE)?;
+        Ok(Self {
+            sock,
+            path: path.to_owned(),
+            app: None,
+        })
+    }
+
+    /// Makes the application at `from` the receiving one, unless it already is.
+    fn heard_from(&mut self, from: &Path, registry: &mio::Registry) {
+        if self.app.as_ref().is_some_and(|a| a.path == from) {
+            return;
+        }
+        if let Some(mut old) = self.app.take() {
+            let _ = registry.deregister(&mut old.out);
+        }
+        let Ok(mut out) = UnixDatagram::unbound() else {
+            return;
+        };
+        if out.connect(from).is_err()
+            || registry
+                .register(&mut out, NATIVE_APP, Interest::WRITABLE)
+                .is_err()
+        {
+            return;
+        }
+        self.app = Some(App {
+            path: from.to_owned(),
+            out,
+            writable: true,
+        });
+    }
+}
+
+impl Drop for NativeIo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
 
 /// recvmmsg batches per turn.
 const UDP_BATCHES_PER_TURN: usize = 8;
@@ -74,6 +148,10 @@ pub fn run(config: &Config) -> Result<()> {
     };
     let mut signals = Signals::new([SIGTERM, SIGINT])?;
     registry.register(&mut signals, SIGNALS, Interest::READABLE)?;
+    let mut native = match &config.native_socket {
+        Some(path) => Some(NativeIo::bind(path, registry)?),
+        None => None,
+    };
 
     let epoch = monotonic_ps();
     let mut engine = Engine::new(config, epoch ^ u64::from(std::process::id()));
@@ -100,6 +178,7 @@ pub fn run(config: &Config) -> Result<()> {
     let mut segment = Vec::with_capacity(65_536);
     let inner_mtu = config.inner_mtu() as usize;
     let (mut udp_ready, mut tun_ready) = (true, true);
+    let mut native_ready = native.is_some();
     let mut busy = true;
     loop {
         let timeout = busy.then_some(std::time::Duration::ZERO);
@@ -114,6 +193,12 @@ pub fn run(config: &Config) -> Result<()> {
                 UDP => udp_ready = true,
                 TUN => tun_ready = true,
                 TIMER => timer.acknowledge(),
+                NATIVE => native_ready = true,
+                NATIVE_APP => {
+                    if let Some(app) = native.as_mut().and_then(|n| n.app.as_mut()) {
+                        app.writable = true;
+                    }
+                }
                 METRICS => {
                     if let Some(l) = listener.as_mut() {
                         while let Ok((stream, _)) = l.accept() {
@@ -127,6 +212,7 @@ pub fn run(config: &Config) -> Result<()> {
                 SIGNALS if signals.pending().next().is_some() => {
                     engine.close_all(monotonic_ps() - epoch);
                     flush(&sockets, &tun, &mut engine, &mut outgoing, &mut next_path);
+                    flush_native(native.as_mut(), &mut engine);
                     eprintln!("eqdsd: terminating; counters: {:?}", engine.counters());
                     return Ok(());
                 }
@@ -147,15 +233,21 @@ pub fn run(config: &Config) -> Result<()> {
                 &mut segment,
             )?;
         }
+        if native_ready {
+            if let Some(n) = native.as_mut() {
+                native_ready = read_native(n, poll.registry(), &mut engine, epoch)?;
+            }
+        }
         let now = monotonic_ps() - epoch;
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             engine.handle_timeout(now);
         }
         flush(&sockets, &tun, &mut engine, &mut outgoing, &mut next_path);
+        flush_native(native.as_mut(), &mut engine);
 
         let due = engine.poll_timeout();
         let now = monotonic_ps() - epoch;
-        busy = udp_ready || tun_ready;
+        busy = udp_ready || tun_ready || native_ready;
         if let (Some(t), false) = (due, busy) {
             timer.arm(epoch + t.max(now + granularity))?;
         }
@@ -203,6 +295,81 @@ fn read_udp(
         }
     }
     Ok(true)
+}
+
+/// Reads up to [`NATIVE_READS_PER_TURN`] datagrams from local applications; returns
+/// whether more may be waiting. Payloads the engine refuses are answered with BUSY or
+/// REJECT, so the application knows.
+fn read_native(
+    native: &mut NativeIo,
+    registry: &mio::Registry,
+    engine: &mut Engine,
+    epoch: u64,
+) -> Result<bool> {
+    for _ in 0..NATIVE_READS_PER_TURN {
+        let Some(b) = engine.alloc() else {
+            return Ok(true);
+        };
+        // The buffer holds a whole inner MTU and more after NATIVE_AT; a longer
+        // datagram fills it, which the engine counts as too large.
+        let (n, from) = match native
+            .sock
+            .recv_from(&mut engine.pool_mut().raw_mut(b)[NATIVE_AT..])
+        {
+            Ok(r) => r,
+            Err(e) => {
+                engine.pool_mut().free(b);
+                match e.kind() {
+                    ErrorKind::WouldBlock => return Ok(false),
+                    ErrorKind::Interrupted => continue,
+                    _ => return Err(e).context("native socket read"),
+                }
+            }
+        };
+        let outcome = engine.handle_native(monotonic_ps() - epoch, b, n);
+        if outcome == NativeOutcome::Malformed {
+            continue;
+        }
+        if let Some(path) = from.as_pathname() {
+            native.heard_from(path, registry);
+        }
+        if let (NativeOutcome::Refused(h), Some(app)) = (outcome, native.app.as_ref()) {
+            // A reply that does not fit is lost, but the refusal is counted either way.
+            let _ = app.out.send(&h.encode());
+        }
+    }
+    Ok(true)
+}
+
+/// Hands delivered native payloads to the application while its socket takes them.
+fn flush_native(native: Option<&mut NativeIo>, engine: &mut Engine) {
+    let Some(native) = native else {
+        // Native payloads are dropped (and counted) by the engine when the socket is
+        // off; nothing can be queued here.
+        return;
+    };
+    while let Some((id, src)) = engine.front_native() {
+        let Some(app) = native.app.as_mut() else {
+            engine.native_written(None);
+            continue;
+        };
+        if !app.writable {
+            return;
+        }
+        match app.out.send(engine.stamp_native(id, src)) {
+            Ok(_) => engine.native_written(Some(true)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                app.writable = false;
+                return;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => {
+                // The application went away: whatever waits for it has nobody to go to.
+                native.app = None;
+                engine.native_written(Some(false));
+            }
+        }
+    }
 }
 
 /// Reads up to [`TUN_READS_PER_TURN`] packets; returns whether more may be waiting.

@@ -17,7 +17,7 @@
 //!   that the credit the sender spent and the ACK it is owed are still accounted.
 
 use std::collections::VecDeque;
-use std::net::SocketAddrV4;
+use std::net::{Ipv4Addr, SocketAddrV4};
 
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::receiver::ReceiverConfig;
@@ -30,8 +30,31 @@ use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEAD
 use crate::config::{Config, TUNNEL_OVERHEAD};
 use crate::counters::Counters;
 use crate::ipv4;
+use crate::native::{self, Kind, NativeHeader, Reject, NATIVE_HEADER_LEN};
 use crate::peers::{PeerError, Peers};
-use crate::pool::{BufId, Pool};
+use crate::pool::{BufId, Pool, INNER};
+
+/// Native payloads held for the local application at most: beyond this it is not
+/// reading, and what arrives for it is dropped (and counted) rather than holding
+/// buffers the tunnels need.
+pub const NATIVE_QUEUE_MAX: usize = 4096;
+
+/// What became of a datagram read from the native socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NativeOutcome {
+    /// The payload is in its destination's send queue.
+    Queued,
+    /// An application announced itself (HELLO): it receives from now on.
+    Hello,
+    /// Not taken: tell the application with this header (BUSY or REJECT).
+    Refused(NativeHeader),
+    /// Malformed and dropped; nobody to tell.
+    Malformed,
+}
+
+/// Where a native datagram is read into a buffer: its 8-byte header just before
+/// [`INNER`], so that the payload sits where a TUN packet would.
+pub const NATIVE_AT: usize = INNER - NATIVE_HEADER_LEN;
 
 /// One datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +80,10 @@ pub struct Engine {
     /// Scratch list of the control packets of one pump.
     control: Vec<(PeerId, ControlHeader)>,
     to_tun: VecDeque<BufId>,
+    /// Delivered native payloads and the tunnel address of their sender.
+    to_native: VecDeque<(BufId, Ipv4Addr)>,
+    native_enabled: bool,
+    inner_mtu: usize,
     ecn_threshold_bytes: u64,
     /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
@@ -123,6 +150,9 @@ impl Engine {
             outbox: VecDeque::new(),
             control: Vec::new(),
             to_tun: VecDeque::new(),
+            to_native: VecDeque::new(),
+            native_enabled: config.native_socket.is_some(),
+            inner_mtu: config.inner_mtu() as usize,
             ecn_threshold_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
             path_bytes: vec![0; usize::from(config.paths)],
         }
@@ -189,6 +219,7 @@ impl Engine {
     pub fn handle_tun(&mut self, now: Time, id: BufId, len: usize) {
         self.counters.tun_rx_packets += 1;
         self.pool.set_len(id, len);
+        self.pool.set_proto(id, NextProto::Ipv4);
         let summary = match ipv4::inspect(self.pool.inner(id)) {
             Ok(s) => s,
             Err(_) => {
@@ -222,6 +253,67 @@ impl Engine {
             }
         }
         self.pump(now);
+    }
+
+    /// A datagram of `len` bytes read from the native socket into buffer `id` at
+    /// [`NATIVE_AT`]: an 8-byte native header, then the payload, which so lands at
+    /// [`INNER`] like a TUN packet. The engine owns the buffer from here on.
+    pub fn handle_native(&mut self, now: Time, id: BufId, len: usize) -> NativeOutcome {
+        self.counters.native_rx_datagrams += 1;
+        let raw = &self.pool.raw(id)[NATIVE_AT..];
+        let decoded = native::decode(&raw[..len.min(raw.len())]).map(|(h, p)| (h, p.len()));
+        let (header, payload_len) = match decoded {
+            Ok((h, n)) if matches!(h.kind, Kind::Data | Kind::Hello) => (h, n),
+            _ => {
+                self.counters.drop_native_malformed += 1;
+                self.pool.free(id);
+                return NativeOutcome::Malformed;
+            }
+        };
+        if header.kind == Kind::Hello {
+            self.pool.free(id);
+            return NativeOutcome::Hello;
+        }
+        let refuse = |kind, reason| {
+            NativeOutcome::Refused(NativeHeader {
+                kind,
+                peer: header.peer,
+                reason,
+            })
+        };
+        if payload_len > self.inner_mtu {
+            self.counters.drop_native_too_large += 1;
+            self.pool.free(id);
+            return refuse(Kind::Reject, Some(Reject::TooLarge));
+        }
+        let peer = match self.peers.accept(header.peer) {
+            Ok(p) => p,
+            Err(_) => {
+                self.counters.drop_native_unknown_peer += 1;
+                self.pool.free(id);
+                return refuse(Kind::Reject, Some(Reject::UnknownPeer));
+            }
+        };
+        self.pool.set_len(id, payload_len);
+        self.pool.set_proto(id, NextProto::Native);
+        let outcome = match self.tx.enqueue(now, peer, payload_len as u32, id) {
+            Ok(()) => {
+                self.counters.native_enqueued += 1;
+                NativeOutcome::Queued
+            }
+            Err(EnqueueError::Backpressure(id)) => {
+                self.counters.drop_native_send_queue_full += 1;
+                self.pool.free(id);
+                refuse(Kind::Busy, None)
+            }
+            Err(EnqueueError::TooLarge(id)) => {
+                self.counters.drop_native_too_large += 1;
+                self.pool.free(id);
+                refuse(Kind::Reject, Some(Reject::TooLarge))
+            }
+        };
+        self.pump(now);
+        outcome
     }
 
     /// A datagram of `len` bytes from `from`, read into buffer `id` from offset 0
@@ -278,6 +370,7 @@ impl Engine {
             Header::Data(h) => {
                 let inner_len = len - HEADER_LEN;
                 self.pool.set_len(id, inner_len);
+                self.pool.set_proto(id, h.next_proto);
                 self.rx.handle_data(now, peer, &h, id, inner_len);
                 self.drain_receiver(now);
             }
@@ -334,6 +427,43 @@ impl Engine {
         self.pool.free(id);
     }
 
+    /// The oldest native payload for the local application and its sender's tunnel
+    /// address: write a native DATA header at [`NATIVE_AT`] (see
+    /// [`Engine::stamp_native`]) and send `pool().raw(id)[NATIVE_AT..INNER + len]`,
+    /// then report with [`Engine::native_written`]. Left in place until then, so a
+    /// write that would block is tried again later.
+    pub fn front_native(&self) -> Option<(BufId, Ipv4Addr)> {
+        self.to_native.front().copied()
+    }
+
+    /// Writes the native DATA header in front of payload `id`; returns the whole
+    /// datagram to send.
+    pub fn stamp_native(&mut self, id: BufId, src: Ipv4Addr) -> &[u8] {
+        let len = self.pool.inner(id).len();
+        let raw = self.pool.raw_mut(id);
+        raw[NATIVE_AT..INNER].copy_from_slice(&NativeHeader::data(src).encode());
+        &raw[NATIVE_AT..INNER + len]
+    }
+
+    /// The payload from [`Engine::front_native`] was written (`Some(true)`), failed
+    /// (`Some(false)`), or there is no application to write it to (`None`).
+    pub fn native_written(&mut self, outcome: Option<bool>) {
+        let Some((id, _)) = self.to_native.pop_front() else {
+            return;
+        };
+        match outcome {
+            Some(true) => self.counters.native_delivered += 1,
+            Some(false) => self.counters.drop_native_app_slow += 1,
+            None => self.counters.drop_native_no_app += 1,
+        }
+        self.pool.free(id);
+    }
+
+    /// Native payloads waiting for the application.
+    pub fn native_pending(&self) -> usize {
+        self.to_native.len()
+    }
+
     /// Tears every tunnel down for a clean shutdown: each receiving tunnel answers
     /// with an RST, so its sender starts a new epoch at once instead of waiting for a
     /// timeout, and every buffer held for or from a peer is freed. Then flush the
@@ -358,6 +488,19 @@ impl Engine {
     fn drain_receiver(&mut self, now: Time) {
         while let Some(d) = self.rx.poll_deliver(now) {
             let id = d.payload;
+            if self.pool.proto(id) == NextProto::Native {
+                if !self.native_enabled {
+                    self.counters.drop_native_no_app += 1;
+                    self.pool.free(id);
+                } else if self.to_native.len() >= NATIVE_QUEUE_MAX {
+                    self.counters.drop_native_app_slow += 1;
+                    self.pool.free(id);
+                } else {
+                    let src = *self.peers.get(d.src).endpoint.ip();
+                    self.to_native.push_back((id, src));
+                }
+                continue;
+            }
             match ipv4::inspect(self.pool.inner(id)) {
                 Ok(s) if self.peers.may_use(d.src, s.src) => self.to_tun.push_back(id),
                 Ok(_) => {
@@ -404,7 +547,13 @@ impl Engine {
         }
         while let Some(t) = self.tx.poll_transmit(now) {
             let mut header = [0u8; HEADER_LEN];
-            Header::Data(t.header)
+            let mut data = t.header;
+            if let Some(b) = t.payload {
+                // One tunnel carries IP packets and native payloads alike; each DATA
+                // header names what its own payload is.
+                data.next_proto = self.pool.proto(b);
+            }
+            Header::Data(data)
                 .encode(&mut header)
                 .expect("a data header the core built encodes");
             match t.payload {

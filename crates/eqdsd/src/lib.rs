@@ -9,6 +9,7 @@
 //! - [`ipv4`]: the little the daemon reads of inner packets;
 //! - [`gso`]: cutting the TUN device's TCP super-packets into MTU-sized segments;
 //! - [`engine`]: the protocol state joined to peers and buffers, without I/O;
+//! - [`native`]: the header of the native interface (applications without IP);
 //! - [`counters`] and [`metrics`]: drop reasons and the Prometheus endpoint;
 //! - [`sys`]: TUN, UDP sockets with batched I/O, clock and timer (all `unsafe` code);
 //! - [`daemon`]: the event loop.
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod gso;
 pub mod ipv4;
 pub mod metrics;
+pub mod native;
 pub mod peers;
 pub mod pool;
 pub mod sys;

@@ -14,7 +14,7 @@
 //! memory follows the peak number of packets held, which EQDS bounds (send queues,
 //! one window in flight per tunnel, reorder queues).
 
-use eqds_proto::wire::HEADER_LEN;
+use eqds_proto::wire::{NextProto, HEADER_LEN};
 
 /// Handle of a pooled buffer.
 pub type BufId = u32;
@@ -28,6 +28,8 @@ pub struct Pool {
     bufs: Vec<Box<[u8]>>,
     /// Inner packet length of each buffer.
     lens: Vec<u32>,
+    /// What each buffer's inner packet is (an IPv4 packet or a native payload).
+    protos: Vec<NextProto>,
     free: Vec<BufId>,
     size: usize,
     cap: usize,
@@ -40,6 +42,7 @@ impl Pool {
         Self {
             bufs: Vec::new(),
             lens: Vec::new(),
+            protos: Vec::new(),
             free: Vec::new(),
             size,
             cap,
@@ -56,6 +59,7 @@ impl Pool {
         }
         self.bufs.push(vec![0u8; self.size].into_boxed_slice());
         self.lens.push(0);
+        self.protos.push(NextProto::Ipv4);
         Some((self.bufs.len() - 1) as BufId)
     }
 
@@ -79,6 +83,16 @@ impl Pool {
     pub fn set_len(&mut self, id: BufId, len: usize) {
         debug_assert!(INNER + len <= self.size);
         self.lens[id as usize] = len as u32;
+    }
+
+    /// Records what the inner packet is; the sender's header names it.
+    pub fn set_proto(&mut self, id: BufId, proto: NextProto) {
+        self.protos[id as usize] = proto;
+    }
+
+    /// What the inner packet is, as last recorded.
+    pub fn proto(&self, id: BufId) -> NextProto {
+        self.protos[id as usize]
     }
 
     /// The inner packet.

@@ -282,3 +282,116 @@ fn a_clean_shutdown_tells_the_senders() {
     assert!(p.a.sender().rst_received() >= 1, "the sender heard the RST");
     assert_eq!(p.b.pool().in_use(), 0, "every buffer came back");
 }
+
+/// A native datagram as the daemon reads it: into a buffer at `NATIVE_AT`.
+fn write_native(e: &mut Engine, now: Time, dgram: &[u8]) -> eqdsd::engine::NativeOutcome {
+    let id = e.alloc().unwrap();
+    let at = eqdsd::engine::NATIVE_AT;
+    e.pool_mut().raw_mut(id)[at..at + dgram.len()].copy_from_slice(dgram);
+    e.handle_native(now, id, dgram.len())
+}
+
+fn native_dgram(peer: [u8; 4], payload: &[u8]) -> Vec<u8> {
+    let mut d = eqdsd::native::NativeHeader::data(peer.into())
+        .encode()
+        .to_vec();
+    d.extend_from_slice(payload);
+    d
+}
+
+#[test]
+fn native_payloads_cross_in_order_beside_ip_packets_and_refusals_are_answered() {
+    use eqdsd::engine::NativeOutcome;
+    use eqdsd::native::{Kind, Reject};
+    let native_config = |host: u8| {
+        let mut c = config(host, "rts");
+        c.native_socket = Some("/run/eqdsd/native.sock".into());
+        c
+    };
+    let mut p = Pair::new("rts");
+    p.a = Engine::new(&native_config(1), 1);
+    p.b = Engine::new(&native_config(2), 2);
+    let mut delivered = Vec::new();
+    let mut tun = Vec::new();
+    for i in 0..40u32 {
+        let payload = format!("native payload {i}").into_bytes();
+        let out = write_native(&mut p.a, p.now, &native_dgram([10, 77, 2, 1], &payload));
+        assert_eq!(out, NativeOutcome::Queued);
+        Pair::write_tun(
+            &mut p.a,
+            p.now,
+            &ip_packet([10, 88, 1, 1], [10, 88, 2, 1], i, 200),
+        );
+        for _ in 0..3 {
+            tun.extend(p.step(20 * PS_PER_US));
+            while let Some((id, src)) = p.b.front_native() {
+                assert_eq!(src, std::net::Ipv4Addr::new(10, 77, 1, 1));
+                let dgram = p.b.stamp_native(id, src).to_vec();
+                let (h, body) = eqdsd::native::decode(&dgram).unwrap();
+                assert_eq!(h.kind, Kind::Data);
+                delivered.push(body.to_vec());
+                p.b.native_written(Some(true));
+            }
+        }
+    }
+    for _ in 0..200 {
+        tun.extend(p.step(20 * PS_PER_US));
+        while p.b.front_native().is_some() {
+            let (id, src) = p.b.front_native().unwrap();
+            let body = p.b.stamp_native(id, src)[8..].to_vec();
+            delivered.push(body);
+            p.b.native_written(Some(true));
+        }
+    }
+    let want: Vec<Vec<u8>> = (0..40)
+        .map(|i| format!("native payload {i}").into_bytes())
+        .collect();
+    assert_eq!(delivered, want, "every native payload, in order, unchanged");
+    assert_eq!(tun.len(), 40, "IP packets still go to the TUN device");
+    assert_eq!(p.b.counters().native_delivered, 40);
+    assert_eq!(p.a.counters().native_enqueued, 40);
+
+    // Refusals: unknown peer, oversize, malformed, and a full send queue (BUSY).
+    let out = write_native(&mut p.a, p.now, &native_dgram([192, 0, 2, 1], b"x"));
+    assert!(matches!(out, NativeOutcome::Refused(h)
+        if h.kind == Kind::Reject && h.reason == Some(Reject::UnknownPeer)));
+    let big = vec![0u8; 1457];
+    let out = write_native(&mut p.a, p.now, &native_dgram([10, 77, 2, 1], &big));
+    assert!(matches!(out, NativeOutcome::Refused(h)
+        if h.kind == Kind::Reject && h.reason == Some(Reject::TooLarge)));
+    assert_eq!(
+        write_native(&mut p.a, p.now, &[1, 0, 0]),
+        NativeOutcome::Malformed
+    );
+    let mut busy = 0;
+    for _ in 0..300 {
+        let out = write_native(&mut p.a, p.now, &native_dgram([10, 77, 3, 1], &[7; 1400]));
+        match out {
+            NativeOutcome::Queued => {}
+            NativeOutcome::Refused(h) if h.kind == Kind::Busy => busy += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    let c = p.a.counters();
+    assert!(busy > 0, "a 100-packet send queue refuses some of 300");
+    assert_eq!(c.drop_native_send_queue_full, busy);
+    assert_eq!(c.drop_native_unknown_peer, 1);
+    assert_eq!(c.drop_native_too_large, 1);
+    assert_eq!(c.drop_native_malformed, 1);
+}
+
+#[test]
+fn native_payloads_for_a_daemon_without_the_socket_are_counted() {
+    let mut p = Pair::new("rts");
+    let mut on = config(1, "rts");
+    on.native_socket = Some("/tmp/n.sock".into());
+    p.a = Engine::new(&on, 1);
+    for i in 0..5u8 {
+        write_native(&mut p.a, p.now, &native_dgram([10, 77, 2, 1], &[i; 100]));
+    }
+    for _ in 0..100 {
+        p.step(20 * PS_PER_US);
+    }
+    assert_eq!(p.b.counters().drop_native_no_app, 5);
+    assert_eq!(p.b.native_pending(), 0);
+}

@@ -10,6 +10,8 @@ milliseconds, and the PULLs it owes go out late and in a burst.
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 import signal
 import subprocess
 import time
@@ -32,6 +34,8 @@ from eqds_lab.testbed import (
     shares_while_all_run,
     tx_bytes,
 )
+
+EQDSPERF = EQDSD.with_name("eqdsperf")
 
 _why_not = netns_possible()
 pytestmark = pytest.mark.skipif(_why_not is not None, reason=_why_not or "")
@@ -306,3 +310,52 @@ def test_bad_config_names_the_key(tmp_path: Path) -> None:
                        text=True, check=False)  # fmt: skip
     assert r.returncode == 2
     assert "eqds.link_rate" in r.stderr, r.stderr
+
+
+def test_eqdsperf_over_the_native_socket(testbed: Bed, daemons: Daemons) -> None:
+    """eqdsperf between two daemons' native sockets: throughput with the bytes the
+    sender's daemon took equal to the bytes the server got, then ping-pong RTTs."""
+    assert EQDSPERF.exists(), f"{EQDSPERF} missing: cargo build --release -p eqdsd"
+    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
+    sock = {h: daemons.workdir / f"native{h}.sock" for h in (1, 2)}
+    for h in (1, 2):
+        assert len(str(sock[h])) < 100, sock[h]
+        daemons.start(h, "200mbit", extra=f'[native]\nsocket = "{sock[h]}"')
+    ns2 = testbed.host(2)["netns"]
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", ns2, str(EQDSPERF), "server", "--socket", str(sock[2]), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not list(daemons.workdir.glob("native2.sock.eqdsperf-*")):
+            assert server.poll() is None, server.communicate()
+            assert time.monotonic() < deadline, "eqdsperf server did not bind"
+            time.sleep(0.05)
+        client = (str(EQDSPERF), "client", "--socket", str(sock[1]), "--to", "10.77.2.1")
+        tput = json.loads(testbed.in_host(1, *client, "--time", "2", "--json", timeout=20))
+        latency = ("--time", "1", "--size", "64", "--latency", "--json")
+        lat = json.loads(testbed.in_host(1, *client, *latency, timeout=20))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        out, err = server.communicate(timeout=5)
+    print(tput, lat, sep="\n")
+    assert tput["packets"] > 0 and tput["gbit_per_s"] > 0, tput
+    assert tput["server_gbit_per_s"] > 0, tput
+    assert tput["server_bytes"] == tput["bytes"] == tput["packets"] * 1400, tput
+    # The server's own line agrees, and so do both daemons' counters.
+    assert out.strip(), err
+    report = json.loads(out.splitlines()[0])
+    assert report["bytes"] == tput["bytes"] and report["client_bytes"] == tput["bytes"], out
+    m1, m2 = daemons.metrics(1), daemons.metrics(2)
+    busy = m1['eqdsd_drops_total{reason="native_send_queue_full"}']
+    assert busy == tput["busy"], (m1, tput)
+    # Data and END, plus the pings; pongs and the report go the other way.
+    assert m1["eqdsd_native_enqueued_total"] == tput["packets"] + 1 + lat["samples"], m1
+    assert m2["eqdsd_native_delivered_total"] == m1["eqdsd_native_enqueued_total"], m2
+    assert m2['eqdsd_drops_total{reason="native_no_app"}'] == 0, m2
+    p50, p99 = lat["rtt_us"]["p50"], lat["rtt_us"]["p99"]
+    assert lat["samples"] > 10 and lat["lost"] == 0, lat
+    assert math.isfinite(p50) and 0 < p50 <= p99 < 1e6, lat

@@ -4,11 +4,12 @@
 use super::*;
 use proptest::prelude::*;
 
-const ALL_NEXT_PROTOS: [NextProto; 4] = [
+const ALL_NEXT_PROTOS: [NextProto; 5] = [
     NextProto::None,
     NextProto::Ipv4,
     NextProto::Ipv6,
     NextProto::Ethernet,
+    NextProto::Native,
 ];
 const ALL_CONTROL_KINDS: [ControlKind; 4] = [
     ControlKind::Pull,
@@ -138,7 +139,7 @@ fn type_codes_and_next_proto_codes_match_the_documentation() {
     assert_eq!(control_codes, [0x8, 0x9, 0xA, 0xB]);
     // Bit 3 of the type selects the control layout.
     assert!(control_codes.iter().all(|c| c & 0x8 != 0));
-    assert_eq!(ALL_NEXT_PROTOS.map(|p| p as u8), [0, 1, 2, 3]);
+    assert_eq!(ALL_NEXT_PROTOS.map(|p| p as u8), [0, 1, 2, 3, 0x80]);
 }
 
 // ---- every type and flag combination ----
@@ -307,11 +308,34 @@ fn unknown_type_is_rejected() {
 
 #[test]
 fn unknown_next_proto_is_rejected() {
-    for code in [4u8, 0x7F, 0xFF] {
+    for code in [4u8, 0x7F, 0x81, 0xFE, 0xFF] {
         let mut buf = data_packet();
         buf[2] = code;
         assert_eq!(decode(&buf), Err(WireError::UnknownNextProto(code)));
     }
+}
+
+/// A native payload is DATA like any other: its header round-trips with the native
+/// code in byte 2, and an RTS may not claim it (an RTS carries nothing).
+#[test]
+fn native_data_round_trips_and_native_rts_is_rejected() {
+    let h = Header::Data(data(DataKind::Data, NextProto::Native));
+    let buf = packet(&h, b"app bytes");
+    assert_eq!(buf[2], 0x80);
+    let (back, payload) = decode(&buf).expect("native DATA decodes");
+    assert_eq!(back, h);
+    assert_eq!(payload, b"app bytes");
+    let mut rts = packet(&Header::Data(data(DataKind::Rts, NextProto::None)), &[]);
+    rts[2] = NextProto::Native as u8;
+    assert_eq!(
+        decode(&rts),
+        Err(WireError::NextProtoMismatch {
+            type_code: 0x1,
+            next_proto: 0x80
+        })
+    );
+    let bad = Header::Data(data(DataKind::Rts, NextProto::Native));
+    assert!(bad.encode(&mut [0u8; HEADER_LEN]).is_err());
 }
 
 #[test]

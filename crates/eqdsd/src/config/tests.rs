@@ -95,3 +95,33 @@ fn the_packaged_example_is_valid() {
     assert_eq!(c.listen, "10.77.1.1:7700".parse().unwrap());
     assert_eq!(c.peer_ranges.len(), 1);
 }
+
+#[test]
+fn native_socket_is_off_by_default_and_checked_when_given() {
+    assert_eq!(Config::parse(MINIMAL).unwrap().native_socket, None);
+    let on = Config::parse(&format!(
+        "{MINIMAL}\n[native]\nsocket = \"/run/eqdsd/native.sock\""
+    ))
+    .unwrap();
+    assert_eq!(
+        on.native_socket.as_deref(),
+        Some(Path::new("/run/eqdsd/native.sock"))
+    );
+    for (bad, says) in [
+        ("\"\"", "is empty"),
+        ("\"native.sock\"", "not an absolute path"),
+        ("\"/run/eqdsd/\"", "not a Unix socket path"),
+        ("7", "invalid type"),
+    ] {
+        let e = err(&format!("{MINIMAL}\n[native]\nsocket = {bad}"));
+        assert!(
+            e.starts_with("native.socket: ") && e.contains(says),
+            "{bad}: {e}"
+        );
+    }
+    let long = format!("\"/{}\"", "x".repeat(200));
+    let e = err(&format!("{MINIMAL}\n[native]\nsocket = {long}"));
+    assert!(e.starts_with("native.socket: "), "{e}");
+    let e = err(&format!("{MINIMAL}\n[native]\nsockt = \"/x\""));
+    assert!(e.contains("native"), "{e}");
+}
