@@ -43,6 +43,10 @@
 //! - [`Mode::Rts`], or NDP within the last advertised busy time: the tunnel sends an
 //!   RTS carrying its pull target and owns nothing until PULLs arrive.
 //!
+//! [`SenderConfig::initial_window`] overrides the burst of either mode: a smaller NDP
+//! burst, or in RTS mode a few packets sent unasked to an idle receiver (they carry
+//! the pull target an RTS would have).
+//!
 //! With packets still in flight the loop is live (a bursty writer such as TCP empties
 //! the send queue between ACKs): the credit held is kept and spent, and only if it
 //! cannot pay for the new packet does an RTS carry the new demand. Granting a free
@@ -122,6 +126,13 @@ pub struct SenderConfig {
     /// The per-tunnel credit window W in bytes, nominally one BDP. Default 50 MTUs,
     /// the paper's DPDK window (§8.5, digest section 2).
     pub window: u32,
+    /// Bytes a new or idle tunnel sends before any credit arrives, when its receiver
+    /// is not busy (items 29-31); the pull targets they carry ask for the rest.
+    /// `None` lets the mode decide: NDP bursts one window, RTS sends nothing and asks
+    /// first. `Some(n)` in RTS mode saves its round trip when the receiver is idle,
+    /// at the risk of losing those `n` bytes in an incast on a network that does not
+    /// trim. A value smaller than the first packet means ask first.
+    pub initial_window: Option<u32>,
     /// Send-queue capacity per tunnel, in packets. Default 100, the paper's default
     /// TX buffering per destination (§6, item 52).
     pub send_queue_packets: usize,
@@ -148,6 +159,16 @@ pub struct SenderConfig {
     pub seed: u64,
 }
 
+impl SenderConfig {
+    /// Credit a (re)starting idle tunnel grants itself when its receiver is not busy.
+    pub fn first_rtt_credit(&self) -> u32 {
+        self.initial_window.unwrap_or(match self.mode {
+            Mode::Ndp => self.window,
+            Mode::Rts => 0,
+        })
+    }
+}
+
 impl Default for SenderConfig {
     fn default() -> Self {
         Self {
@@ -155,6 +176,7 @@ impl Default for SenderConfig {
             mtu: 1500,
             overhead: 44,
             window: 50 * 1500,
+            initial_window: None,
             send_queue_packets: 100,
             send_queue_bytes: u64::MAX,
             rto: PS_PER_MS,
@@ -602,6 +624,10 @@ impl<P: Clone> Sender<P> {
             "the window must hold at least one MTU"
         );
         assert!(config.paths > 0, "at least one path id is needed");
+        assert!(
+            config.initial_window.is_none_or(|w| w <= config.window),
+            "the initial window must fit in the window"
+        );
         let rng = SplitMix64(config.seed);
         Self {
             config,
@@ -711,9 +737,10 @@ impl<P: Clone> Sender<P> {
                 // Idle: credit still held is stale (Q6); the mode decides the fresh
                 // window.
                 t.credit = 0;
-                if cfg.mode == Mode::Ndp && now >= t.busy_until {
-                    t.credit = i64::from(cfg.window);
-                    t.stats.free_credit_bytes += u64::from(cfg.window);
+                let free = cfg.first_rtt_credit();
+                if free >= charged && now >= t.busy_until {
+                    t.credit = i64::from(free);
+                    t.stats.free_credit_bytes += u64::from(free);
                     t.stats.bursts += 1;
                 } else {
                     t.rts_pending = true;

@@ -149,6 +149,7 @@ impl World {
                     mtu: MTU,
                     overhead: OVERHEAD,
                     window: W,
+                    initial_window: None,
                     send_queue_packets: 100,
                     send_queue_bytes: u64::MAX,
                     rto: RTO,

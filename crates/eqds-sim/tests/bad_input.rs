@@ -67,6 +67,11 @@ fn each_mistake_is_named() {
         ("mtu = 1500", "mtu = 40", "mtu"),
         ("mtu = 1500", "mtu = 1500\nbogus = 1", "bogus"),
         ("mtu = 1500", "mtu = 1500\nnic_limit = 0", "nic_limit"),
+        (
+            "[stop]",
+            "[eqds]\nenabled = true\nwindow = 8\ninitial_window = 9\n[stop]",
+            "initial_window: at most the window (8 packets), got 9",
+        ),
         ("mtu = 1500", "mtu = 1500\nsack = \"yes\"", "sack"),
         (
             "kind = \"fat_tree\"\nk = 4",

@@ -104,6 +104,7 @@ struct EqdsSection {
     link_rate: String,
     #[serde(default = "default_window")]
     window: u32,
+    initial_window: Option<u32>,
     #[serde(default = "default_send_queue")]
     send_queue: u32,
     #[serde(default = "default_policy")]
@@ -285,6 +286,9 @@ pub struct Config {
     pub link_rate_bps: u64,
     /// Credit window per tunnel, in packets.
     pub window_packets: u32,
+    /// Packets an idle tunnel sends to an idle receiver before any credit; `None`:
+    /// as the mode says (NDP the window, RTS none).
+    pub initial_window_packets: Option<u32>,
     /// Send queue per destination, in full packets' worth of bytes.
     pub send_queue_packets: u32,
     /// ASL policy.
@@ -401,6 +405,12 @@ impl Config {
         if !(1..=1000).contains(&e.window) {
             return Err(invalid("eqds.window", "must be 1..=1000 packets"));
         }
+        if e.initial_window.is_some_and(|iw| iw > e.window) {
+            return Err(invalid(
+                "eqds.initial_window",
+                format!("must be at most eqds.window ({} packets)", e.window),
+            ));
+        }
         if !(1..=100_000).contains(&e.send_queue) {
             return Err(invalid("eqds.send_queue", "must be 1..=100000 packets"));
         }
@@ -513,6 +523,7 @@ impl Config {
             mode,
             link_rate_bps,
             window_packets: e.window,
+            initial_window_packets: e.initial_window,
             send_queue_packets: e.send_queue,
             policy,
             pacing_permille: (e.pacing * 1000.0).round() as u32,

@@ -102,6 +102,7 @@ impl Engine {
             mtu: charged_mtu,
             overhead,
             window,
+            initial_window: config.initial_window_packets.map(|p| p * charged_mtu),
             send_queue_packets: usize::MAX,
             send_queue_bytes,
             rto: config.rto_us * PS_PER_US,

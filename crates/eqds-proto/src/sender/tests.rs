@@ -18,6 +18,7 @@ fn config(mode: Mode) -> SenderConfig {
         mtu: MTU,
         overhead: OVERHEAD,
         window: W,
+        initial_window: None,
         send_queue_packets: 16,
         send_queue_bytes: u64::MAX,
         rto: RTO,
@@ -336,6 +337,48 @@ fn trimmed_tail_asks_for_credit_at_once() {
     assert_eq!(tx[0].header.kind, DataKind::Rts);
     assert_eq!(tx[0].header.pull_target, 4, "one PULL per resend");
     assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 0);
+}
+
+#[test]
+fn initial_window_sends_a_few_packets_unasked_in_rts_mode_and_caps_the_ndp_burst() {
+    let rts_one = SenderConfig {
+        initial_window: Some(MTU),
+        ..config(Mode::Rts)
+    };
+    let mut s = Sender::new(rts_one);
+    s.open_tunnel(1, 0);
+    for i in 0..3 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    // The receiver is not known to be busy: one packet goes at once, asking for
+    // the other two as an RTS would.
+    let tx = drain(&mut s, 0);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Data);
+    assert_eq!(tx[0].header.pull_target, 2);
+    assert_eq!(s.tunnel(1).unwrap().rts_sent, 0);
+    // Its ACK says the receiver is busy for 50 us: a restart then asks first.
+    s.handle_control(1_000, 1, &control(ControlKind::Ack, 0, 2, 50_000));
+    drain(&mut s, 1_000);
+    s.handle_control(2_000, 1, &control(ControlKind::Ack, 1, 2, 50_000));
+    s.handle_control(2_000, 1, &control(ControlKind::Ack, 2, 2, 50_000));
+    s.enqueue(3_000, 1, FULL, 3).unwrap();
+    let tx = drain(&mut s, 3_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+
+    // In NDP mode it caps the burst.
+    let ndp_two = SenderConfig {
+        initial_window: Some(2 * MTU),
+        ..config(Mode::Ndp)
+    };
+    let mut s = Sender::new(ndp_two);
+    s.open_tunnel(1, 0);
+    for i in 0..5 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    assert_eq!(drain(&mut s, 0).len(), 2);
+    assert_eq!(s.tunnel(1).unwrap().free_credit_bytes, u64::from(2 * MTU));
 }
 
 #[test]

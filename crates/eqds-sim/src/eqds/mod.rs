@@ -47,6 +47,8 @@ pub struct EqdsSettings {
     pub mtu: u32,
     pub overhead: u32,
     pub window_packets: u32,
+    /// Packets an idle tunnel sends unasked; `None`: as the mode says.
+    pub initial_window_packets: Option<u32>,
     pub send_queue: u32,
     pub backpressure: bool,
     pub ecn_threshold: u32,
@@ -76,6 +78,7 @@ impl EqdsSettings {
             mtu,
             overhead: spec.overhead.0 as u32,
             window_packets,
+            initial_window_packets: spec.initial_window.map(|p| p.min(window_packets)),
             send_queue: spec.send_queue,
             backpressure: spec.backpressure,
             ecn_threshold: spec.ecn_threshold.unwrap_or(spec.send_queue.div_ceil(4)),
@@ -196,6 +199,7 @@ impl EqdsLayer {
                     mtu: settings.mtu,
                     overhead: settings.overhead,
                     window,
+                    initial_window: settings.initial_window_packets.map(|p| p * settings.mtu),
                     // Counted in bytes, `send_queue` full packets' worth: see
                     // `EqdsSettings::send_queue_bytes`.
                     send_queue_packets: usize::MAX,

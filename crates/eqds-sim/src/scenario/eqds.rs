@@ -40,6 +40,9 @@ pub struct EqdsSpec {
     /// Credit window W per tunnel, in MTU-sized packets (default: one BDP of the
     /// longest path in the topology, rounded up).
     pub window: Option<u32>,
+    /// Packets a new or idle tunnel sends before any credit, when its receiver is not
+    /// busy (default: the whole window in NDP mode, none in RTS mode).
+    pub initial_window: Option<u32>,
     /// Send queue per destination, in packets: the TCP-compatible EQIF's drop-tail
     /// buffer (default 100, the paper's).
     #[serde(default = "default_send_queue")]
@@ -142,6 +145,16 @@ impl EqdsSpec {
         // A tunnel numbers its first window inside one 1024-packet epoch block.
         if self.window.is_some_and(|w| w > 1000) {
             return Err("window: at most 1000 packets (one epoch block)".into());
+        }
+        if let (Some(iw), Some(w)) = (self.initial_window, self.window) {
+            if iw > w {
+                return Err(format!(
+                    "initial_window: at most the window ({w} packets), got {iw}"
+                ));
+            }
+        }
+        if self.initial_window.is_some_and(|iw| iw > 1000) {
+            return Err("initial_window: at most 1000 packets (one epoch block)".into());
         }
         if self.ack_coalesce == 0 {
             return Err("ack_coalesce: must be at least 1 packet".into());

@@ -26,6 +26,7 @@ fn minimal_file_gets_defaults() {
     assert_eq!(c.inner_mtu(), 1456);
     assert_eq!(c.charged_mtu(), 1514);
     assert_eq!(c.send_queue_packets, 100);
+    assert_eq!(c.initial_window_packets, None);
     assert_eq!(c.link_rate_bps, 10_000_000_000);
     assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
 }
@@ -82,6 +83,10 @@ fn errors_name_the_key() {
     assert!(e.contains("tunnel"), "{e}");
     let e = err(&MINIMAL.replace("[interface]", "[interface]\nname = \"much-too-long-name\""));
     assert!(e.starts_with("interface.name:"), "{e}");
+    let e = err(&format!(
+        "{MINIMAL}\n[eqds]\nwindow = 8\ninitial_window = 9"
+    ));
+    assert!(e.starts_with("eqds.initial_window:"), "{e}");
     let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 5000"));
     assert!(e.starts_with("eqds.reorder_timeout_us:"), "{e}");
     let e = err("this is = not toml [");
