@@ -349,6 +349,9 @@ struct Tunnel<P> {
     next_seq: u32,
     /// New packets waiting for credit: (charged length, payload).
     send_queue: VecDeque<(u32, P)>,
+    /// How many packets at the head of `send_queue` were queued ahead of the rest
+    /// ([`Sender::enqueue_ahead`]); they keep their order among themselves.
+    ahead: usize,
     /// Charged bytes in `send_queue`.
     send_bytes: u64,
     /// NACKed or timed-out packets, served before `send_queue` (item 25).
@@ -397,6 +400,7 @@ impl<P> Tunnel<P> {
             pull_unsynced: false,
             next_seq: first_seq,
             send_queue: VecDeque::new(),
+            ahead: 0,
             send_bytes: 0,
             retransmit: VecDeque::new(),
             retransmit_bytes: 0,
@@ -530,6 +534,8 @@ impl<P> Tunnel<P> {
         for (len, payload) in overflow.into_iter().rev() {
             self.send_bytes += u64::from(len);
             self.send_queue.push_front((len, payload));
+            // Renumbered packets go first of all; the ahead lane follows them.
+            self.ahead = 0;
         }
         if self.backlog() > 0 && !self.can_send_data() {
             self.rts_pending = true;
@@ -707,6 +713,33 @@ impl<P: Clone> Sender<P> {
         len: u32,
         payload: P,
     ) -> Result<(), EnqueueError<P>> {
+        self.enqueue_in_lane(now, dst, len, payload, false)
+    }
+
+    /// [`Sender::enqueue`] ahead of the packets already waiting that were queued
+    /// the ordinary way (after those queued ahead before it). For small packets
+    /// that others wait on, such as the pure TCP ACKs of a connection in the other
+    /// direction, which would otherwise queue behind a window of bulk data to the
+    /// same host, as a Linux qdisc's sparse-flow priority (fq_codel) would spare
+    /// them.
+    pub fn enqueue_ahead(
+        &mut self,
+        now: Time,
+        dst: PeerId,
+        len: u32,
+        payload: P,
+    ) -> Result<(), EnqueueError<P>> {
+        self.enqueue_in_lane(now, dst, len, payload, true)
+    }
+
+    fn enqueue_in_lane(
+        &mut self,
+        now: Time,
+        dst: PeerId,
+        len: u32,
+        payload: P,
+        ahead: bool,
+    ) -> Result<(), EnqueueError<P>> {
         let Some(charged) = len
             .checked_add(self.config.overhead)
             .filter(|&c| c <= self.config.mtu)
@@ -753,7 +786,12 @@ impl<P: Clone> Sender<P> {
                 t.rts_pending = true;
             }
         }
-        t.send_queue.push_back((charged, payload));
+        if ahead {
+            t.send_queue.insert(t.ahead, (charged, payload));
+            t.ahead += 1;
+        } else {
+            t.send_queue.push_back((charged, payload));
+        }
         t.send_bytes += u64::from(charged);
         if restart {
             // The credit-loss timer of an RTS start runs from now.
@@ -1085,6 +1123,7 @@ fn send_data<P: Clone>(
         (pkt.seq, pkt.len, true, pkt.payload)
     } else {
         let (len, payload) = t.send_queue.pop_front().expect("caller checked a head");
+        t.ahead = t.ahead.saturating_sub(1);
         t.send_bytes -= u64::from(len);
         let seq = t.next_seq;
         t.next_seq = seq.wrapping_add(1);

@@ -382,6 +382,26 @@ fn initial_window_sends_a_few_packets_unasked_in_rts_mode_and_caps_the_ndp_burst
 }
 
 #[test]
+fn packets_queued_ahead_leave_before_waiting_data_and_in_their_own_order() {
+    // RTS mode: nothing leaves until a PULL, so the queue order is what we see.
+    let mut s = loaded(Mode::Rts, 3);
+    s.enqueue_ahead(0, 1, 40, 100).unwrap();
+    s.enqueue(0, 1, FULL, 3).unwrap();
+    s.enqueue_ahead(0, 1, 40, 101).unwrap();
+    drain(&mut s, 0);
+    s.handle_control(10, 1, &pull(4));
+    let order: Vec<u32> = drain(&mut s, 10).iter().filter_map(|t| t.payload).collect();
+    assert_eq!(order, vec![100, 101, 0, 1, 2]);
+    // Packet 3 did not fit in that credit and still waits; a later packet queued
+    // ahead passes it too, one queued the ordinary way does not.
+    s.enqueue(20, 1, FULL, 4).unwrap();
+    s.enqueue_ahead(20, 1, 40, 102).unwrap();
+    s.handle_control(30, 1, &pull(6));
+    let order: Vec<u32> = drain(&mut s, 30).iter().filter_map(|t| t.payload).collect();
+    assert_eq!(order, vec![102, 3, 4]);
+}
+
+#[test]
 fn tunnels_holding_credit_take_turns() {
     let mut s = Sender::new(config(Mode::Ndp));
     for dst in [1, 2, 3] {

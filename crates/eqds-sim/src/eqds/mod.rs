@@ -51,6 +51,8 @@ pub struct EqdsSettings {
     pub initial_window_packets: Option<u32>,
     pub send_queue: u32,
     pub backpressure: bool,
+    /// Pure transport ACKs join their send queue ahead of waiting data.
+    pub acks_first: bool,
     pub ecn_threshold: u32,
     pub nic_limit: u32,
     pub rto: Time,
@@ -81,6 +83,7 @@ impl EqdsSettings {
             initial_window_packets: spec.initial_window.map(|p| p.min(window_packets)),
             send_queue: spec.send_queue,
             backpressure: spec.backpressure,
+            acks_first: spec.acks_first,
             ecn_threshold: spec.ecn_threshold.unwrap_or(spec.send_queue.div_ceil(4)),
             nic_limit: spec.nic_limit,
             rto: spec.rto.0,

@@ -57,7 +57,13 @@ impl World {
             eqds.counters.ecn_marked += 1;
         }
         let id = self.pkts.alloc(pkt);
-        let accepted = match eqds.hosts[host as usize].tx.enqueue(now, dst, len, id) {
+        let tx = &mut eqds.hosts[host as usize].tx;
+        let queued = if eqds.settings.acks_first && pkt.kind == PacketKind::Ack {
+            tx.enqueue_ahead(now, dst, len, id)
+        } else {
+            tx.enqueue(now, dst, len, id)
+        };
+        let accepted = match queued {
             Ok(()) => {
                 eqds.counters.written += 1;
                 true

@@ -52,6 +52,11 @@ pub struct EqdsSpec {
     /// small queues; default true). False: TCP writes until the queue drops.
     #[serde(default = "yes")]
     pub backpressure: bool,
+    /// Queue a transport's pure ACKs ahead of the data waiting for the same
+    /// destination, as a Linux qdisc's sparse-flow priority would (default false:
+    /// one FIFO per destination, as the paper's TCP-compatible EQIF).
+    #[serde(default)]
+    pub acks_first: bool,
     /// ECN-capable packets are marked CE when they join a send queue already
     /// holding this many packets (the TCP-compatible EQIF's ECN, a step RED;
     /// default a quarter of `send_queue`). Traffic without ECN sees only drops.
