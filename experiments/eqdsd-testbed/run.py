@@ -64,7 +64,12 @@ class Setup:
     """A fresh testbed with (or without) a daemon on every host."""
 
     def __init__(
-        self, hosts: int, eqdsd: bool, *up_args: str, daemon_rate: str = "200mbit"
+        self,
+        hosts: int,
+        eqdsd: bool,
+        *up_args: str,
+        daemon_rate: str = "200mbit",
+        eqds: str = "",
     ):
         self.bed = Bed()
         self.bed.up("--hosts", str(hosts), *up_args)
@@ -73,7 +78,7 @@ class Setup:
         self.daemons = Daemons(self.bed, Path(self.tmp.name))
         if eqdsd:
             for h in range(1, hosts + 1):
-                self.daemons.start(h, daemon_rate, tunnel="paths = 32")
+                self.daemons.start(h, daemon_rate, extra=eqds, tunnel="paths = 32")
 
     def addr(self, host: int) -> str:
         return inner(host) if self.eqdsd else self.bed.host(host)["address"]
@@ -168,8 +173,8 @@ def incast(eqdsd: bool, queue: int) -> dict:
         s.close()
 
 
-def udp_share(eqdsd: bool) -> dict:
-    s = Setup(6, eqdsd, "--rate", "200mbit", "--queue", "15")
+def udp_share(eqdsd: bool, eqds: str = "") -> dict:
+    s = Setup(6, eqdsd, "--rate", "200mbit", "--queue", "15", eqds=eqds)
     try:
         results = s.flows([(h, 6) for h in range(1, 6)], udp={4})
         rates = [mid_rate(r) for r in results]
