@@ -227,6 +227,75 @@ impl Scoreboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// One step a sender may take on its scoreboard.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Send,
+        Sack(u64),
+        AckTo(u64),
+        Delivered(u64),
+        MarkLosses(u64),
+        ResendFirstLost,
+        Timeout,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => Just(Op::Send),
+            3 => (0u64..64).prop_map(Op::Sack),
+            1 => (0u64..64).prop_map(Op::AckTo),
+            2 => (0u64..2_000).prop_map(Op::Delivered),
+            2 => (0u64..50).prop_map(Op::MarkLosses),
+            2 => Just(Op::ResendFirstLost),
+            1 => Just(Op::Timeout),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the sender does, the four counters match a recount of the
+        /// segments' states, the pipe never exceeds what is outstanding, and the
+        /// first lost segment is the lowest one in state Lost.
+        #[test]
+        fn counters_always_match_the_segment_states(ops in prop::collection::vec(op(), 0..200)) {
+            let mut b = Scoreboard::default();
+            let mut now: Time = 0;
+            for op in ops {
+                now += 10;
+                match op {
+                    Op::Send => b.sent_new(b.base + b.segments.len() as u64, now),
+                    Op::Sack(i) => b.sacked(b.base + i),
+                    Op::AckTo(i) => {
+                        let top = b.base + b.segments.len() as u64;
+                        b.acked_to((b.base + i).min(top));
+                    }
+                    Op::Delivered(at) => b.delivered(at.min(now), now),
+                    Op::MarkLosses(window) => {
+                        b.mark_losses(now, window);
+                    }
+                    Op::ResendFirstLost => {
+                        if let Some(i) = b.first_lost() {
+                            b.resent(i, now);
+                        }
+                    }
+                    Op::Timeout => b.mark_all_lost(),
+                }
+                let count = |st: State| b.segments.iter().filter(|s| s.state == st).count() as u32;
+                prop_assert_eq!(b.in_flight, count(State::InFlight));
+                prop_assert_eq!(b.lost, count(State::Lost));
+                prop_assert_eq!(b.resent, count(State::Resent));
+                prop_assert_eq!(b.sacked, count(State::Sacked));
+                prop_assert!(b.pipe() <= b.outstanding());
+                let lowest_lost = b
+                    .segments
+                    .iter()
+                    .position(|s| s.state == State::Lost)
+                    .map(|i| b.base + i as u64);
+                prop_assert_eq!(b.first_lost(), lowest_lost);
+            }
+        }
+    }
 
     fn board(segments: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
