@@ -105,6 +105,8 @@ struct EqdsSection {
     #[serde(default = "default_window")]
     window: u32,
     initial_window: Option<u32>,
+    #[serde(default)]
+    acks_first: bool,
     #[serde(default = "default_send_queue")]
     send_queue: u32,
     #[serde(default = "default_policy")]
@@ -289,6 +291,8 @@ pub struct Config {
     /// Packets an idle tunnel sends to an idle receiver before any credit; `None`:
     /// as the mode says (NDP the window, RTS none).
     pub initial_window_packets: Option<u32>,
+    /// Pure TCP ACKs join their tunnel's send queue ahead of waiting data.
+    pub acks_first: bool,
     /// Send queue per destination, in full packets' worth of bytes.
     pub send_queue_packets: u32,
     /// ASL policy.
@@ -524,6 +528,7 @@ impl Config {
             link_rate_bps,
             window_packets: e.window,
             initial_window_packets: e.initial_window,
+            acks_first: e.acks_first,
             send_queue_packets: e.send_queue,
             policy,
             pacing_permille: (e.pacing * 1000.0).round() as u32,

@@ -85,6 +85,8 @@ pub struct Engine {
     native_enabled: bool,
     inner_mtu: usize,
     ecn_threshold_bytes: u64,
+    /// Queue pure TCP ACKs ahead of the data waiting for the same peer.
+    acks_first: bool,
     /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
 }
@@ -155,6 +157,7 @@ impl Engine {
             native_enabled: config.native_socket.is_some(),
             inner_mtu: config.inner_mtu() as usize,
             ecn_threshold_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
+            acks_first: config.acks_first,
             path_bytes: vec![0; usize::from(config.paths)],
         }
     }
@@ -242,7 +245,12 @@ impl Engine {
         {
             self.counters.ecn_marked += 1;
         }
-        match self.tx.enqueue(now, peer, len as u32, id) {
+        let queued = if self.acks_first && ipv4::is_pure_tcp_ack(self.pool.inner(id)) {
+            self.tx.enqueue_ahead(now, peer, len as u32, id)
+        } else {
+            self.tx.enqueue(now, peer, len as u32, id)
+        };
+        match queued {
             Ok(()) => {}
             Err(EnqueueError::Backpressure(id)) => {
                 self.counters.drop_send_queue_full += 1;

@@ -46,6 +46,32 @@ pub fn inspect(pkt: &[u8]) -> Result<Ipv4Summary, Ipv4Error> {
     })
 }
 
+/// Whether `pkt` (a whole IPv4 packet, as [`inspect`] accepted) is a pure TCP ACK:
+/// an unfragmented TCP segment with ACK set, no SYN, FIN or RST, and no payload.
+/// Such packets are what the other direction's data waits on.
+pub fn is_pure_tcp_ack(pkt: &[u8]) -> bool {
+    const TCP: u8 = 6;
+    const ACK: u8 = 0x10;
+    const SYN_FIN_RST: u8 = 0x07;
+    if pkt.len() < 20 || pkt[9] != TCP {
+        return false;
+    }
+    // More-fragments or a fragment offset: not a whole segment.
+    if u16::from_be_bytes([pkt[6], pkt[7]]) & 0x3fff != 0 {
+        return false;
+    }
+    let ihl = usize::from(pkt[0] & 0x0f) * 4;
+    let Some(tcp) = pkt.get(ihl..) else {
+        return false;
+    };
+    if tcp.len() < 20 {
+        return false;
+    }
+    let data_offset = usize::from(tcp[12] >> 4) * 4;
+    let flags = tcp[13];
+    data_offset >= 20 && tcp.len() == data_offset && flags & ACK != 0 && flags & SYN_FIN_RST == 0
+}
+
 /// Sets the ECN field of an ECN-capable packet to CE, updating the header checksum
 /// incrementally (RFC 1624). Returns false, changing nothing, for a packet that is
 /// not ECN-capable (or already CE).
@@ -126,5 +152,48 @@ mod tests {
         assert!(!mark_ce(&mut not_ect));
         let mut ce = packet(0x03, 4);
         assert!(!mark_ce(&mut ce));
+    }
+
+    /// A TCP segment over IPv4 with `flags`, `options` bytes of TCP options and
+    /// `payload` bytes of data.
+    fn tcp_segment(flags: u8, options: usize, payload: usize) -> Vec<u8> {
+        let tcp_len = 20 + options;
+        let total = 20 + tcp_len + payload;
+        let mut p = vec![0u8; total];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+        p[9] = 6;
+        p[20 + 12] = ((tcp_len / 4) as u8) << 4;
+        p[20 + 13] = flags;
+        p
+    }
+
+    #[test]
+    fn pure_tcp_acks_are_told_apart() {
+        assert!(is_pure_tcp_ack(&tcp_segment(0x10, 0, 0)));
+        assert!(is_pure_tcp_ack(&tcp_segment(0x10, 12, 0)), "timestamps");
+        assert!(
+            is_pure_tcp_ack(&tcp_segment(0x18, 0, 0)),
+            "PSH without data"
+        );
+        assert!(!is_pure_tcp_ack(&tcp_segment(0x10, 12, 1)), "carries data");
+        assert!(!is_pure_tcp_ack(&tcp_segment(0x12, 0, 0)), "SYN-ACK");
+        assert!(!is_pure_tcp_ack(&tcp_segment(0x11, 0, 0)), "FIN");
+        assert!(!is_pure_tcp_ack(&tcp_segment(0x14, 0, 0)), "RST");
+        assert!(!is_pure_tcp_ack(&tcp_segment(0x00, 0, 0)), "no ACK");
+        let mut udp = tcp_segment(0x10, 0, 0);
+        udp[9] = 17;
+        assert!(!is_pure_tcp_ack(&udp));
+        let mut fragment = tcp_segment(0x10, 0, 0);
+        fragment[6] = 0x20;
+        assert!(!is_pure_tcp_ack(&fragment));
+        // Truncated or inconsistent headers are not ACKs, and never panic.
+        let ack = tcp_segment(0x10, 0, 0);
+        for len in 0..ack.len() {
+            assert!(!is_pure_tcp_ack(&ack[..len]));
+        }
+        let mut bad_offset = tcp_segment(0x10, 0, 0);
+        bad_offset[20 + 12] = 0x20;
+        assert!(!is_pure_tcp_ack(&bad_offset));
     }
 }

@@ -10,7 +10,11 @@ use eqdsd::engine::Engine;
 use eqdsd::pool::INNER;
 
 fn config(host: u8, mode: &str) -> Config {
-    Config::parse(&format!(
+    Config::parse(&config_text(host, mode)).unwrap()
+}
+
+fn config_text(host: u8, mode: &str) -> String {
+    format!(
         r#"
 [interface]
 address = "10.88.{host}.1/16"
@@ -24,8 +28,7 @@ endpoints = "10.77.0.0/16"
 port = 7700
 allowed_ips = "10.88.0.0/16"
 "#
-    ))
-    .unwrap()
+    )
 }
 
 fn endpoint(host: u8) -> SocketAddrV4 {
@@ -394,4 +397,52 @@ fn native_payloads_for_a_daemon_without_the_socket_are_counted() {
     }
     assert_eq!(p.b.counters().drop_native_no_app, 5);
     assert_eq!(p.b.native_pending(), 0);
+}
+
+/// A pure TCP ACK (20-byte IPv4 and TCP headers, ACK set, no payload).
+fn tcp_ack(src: [u8; 4], dst: [u8; 4]) -> Vec<u8> {
+    let mut p = ip_packet(src, dst, 0, 40);
+    p[9] = 6;
+    p[20..40].fill(0);
+    p[32] = 5 << 4;
+    p[33] = 0x10;
+    p
+}
+
+/// The order in which b's TUN gets five queued data packets and a pure TCP ACK
+/// written after them: the ACK's index.
+fn ack_position(acks_first: bool) -> usize {
+    let text = |h| {
+        config_text(h, "rts").replace("[eqds]\n", &format!("[eqds]\nacks_first = {acks_first}\n"))
+    };
+    let mut p = Pair {
+        a: Engine::new(&Config::parse(&text(1)).unwrap(), 1),
+        b: Engine::new(&Config::parse(&text(2)).unwrap(), 2),
+        now: 0,
+        lose_every: 0,
+        sent: 0,
+    };
+    let (src, dst) = ([10, 88, 1, 1], [10, 88, 2, 1]);
+    for tag in 0..5 {
+        Pair::write_tun(&mut p.a, p.now, &ip_packet(src, dst, tag, 1400));
+    }
+    Pair::write_tun(&mut p.a, p.now, &tcp_ack(src, dst));
+    let mut got = Vec::new();
+    for _ in 0..1_000 {
+        got.extend(p.step(5 * PS_PER_US));
+        if got.len() == 6 {
+            break;
+        }
+    }
+    assert_eq!(got.len(), 6, "every packet arrives");
+    got.iter()
+        .position(|pkt| pkt[9] == 6)
+        .expect("the ACK arrives")
+}
+
+#[test]
+fn with_acks_first_a_pure_tcp_ack_overtakes_waiting_data() {
+    // RTS mode: everything waits for the first PULL, so the queue order shows.
+    assert_eq!(ack_position(false), 5, "one FIFO per peer");
+    assert_eq!(ack_position(true), 0);
 }
