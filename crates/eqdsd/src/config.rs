@@ -9,12 +9,15 @@ use std::path::{Path, PathBuf};
 
 use eqds_proto::receiver::Policy;
 use eqds_proto::sender::Mode;
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::Deserialize;
 
 /// Bytes of every tunnelled packet beyond the inner packet, on the underlay link: outer
 /// IPv4 (20), UDP (8) and the EQDS header (16).
 pub const TUNNEL_OVERHEAD: u32 = 20 + 8 + eqds_proto::wire::HEADER_LEN as u32;
+
+/// The smallest MTU an IPv6 link may have (RFC 8200).
+pub const IPV6_MIN_MTU: u32 = 1280;
 
 /// A configuration error, naming the key.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +63,9 @@ struct InterfaceSection {
     name: String,
     address: Ipv4Net,
     #[serde(default)]
-    routes: Vec<Ipv4Net>,
+    address6: Option<Ipv6Net>,
+    #[serde(default)]
+    routes: Vec<IpNet>,
 }
 
 fn default_ifname() -> String {
@@ -208,7 +213,7 @@ const UNIX_PATH_MAX: usize = 107;
 #[serde(deny_unknown_fields)]
 struct PeerSection {
     endpoint: SocketAddrV4,
-    allowed_ips: Vec<Ipv4Net>,
+    allowed_ips: Vec<IpNet>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -224,8 +229,9 @@ struct PeerRangeSection {
 pub struct PeerConfig {
     /// Its tunnel address.
     pub endpoint: SocketAddrV4,
-    /// Inner addresses it may use as a source, and that are routed to it.
-    pub allowed_ips: Vec<Ipv4Net>,
+    /// Inner addresses it may use as a source, and that are routed to it: IPv4 and
+    /// IPv6 prefixes.
+    pub allowed_ips: Vec<IpNet>,
 }
 
 /// A range of peers accepted without naming each: the peer at `endpoints` host bits H
@@ -269,8 +275,11 @@ pub struct Config {
     pub ifname: String,
     /// The TUN interface's address and prefix; the prefix is routed into EQDS.
     pub address: Ipv4Net,
-    /// Further prefixes routed into EQDS.
-    pub routes: Vec<Ipv4Net>,
+    /// The TUN interface's IPv6 address and prefix, if any; its prefix is routed into
+    /// EQDS too.
+    pub address6: Option<Ipv6Net>,
+    /// Further prefixes routed into EQDS, IPv4 and IPv6.
+    pub routes: Vec<IpNet>,
     /// UDP address the tunnel listens on.
     pub listen: SocketAddrV4,
     /// Underlay IP MTU: the largest outer packet. The TUN gets `mtu - TUNNEL_OVERHEAD`.
@@ -369,17 +378,43 @@ impl Config {
                 format!("'{ifname}' is not a Linux interface name (1-15 of [A-Za-z0-9._-])"),
             ));
         }
-        if f.interface.address.prefix_len() == 32 && f.interface.routes.is_empty() {
+        let address6 = f.interface.address6;
+        if f.interface.address.prefix_len() == 32
+            && address6.is_none_or(|a| a.prefix_len() == 128)
+            && f.interface.routes.is_empty()
+        {
             return Err(invalid(
                 "interface.address",
                 "a /32 routes nothing into EQDS: give a prefix or interface.routes",
             ));
+        }
+        if let Some(a) = address6 {
+            if a.addr().is_unspecified() || a.addr().is_multicast() || a.addr().is_loopback() {
+                return Err(invalid(
+                    "interface.address6",
+                    format!("{} is not a unicast address for an interface", a.addr()),
+                ));
+            }
         }
         let mtu = f.tunnel.mtu;
         if !(576..=65000).contains(&mtu) {
             return Err(invalid(
                 "tunnel.mtu",
                 format!("{mtu} is outside 576..=65000"),
+            ));
+        }
+        // Linux turns IPv6 off on a device whose MTU is below the IPv6 minimum, 1280.
+        let ipv6_routed =
+            address6.is_some() || f.interface.routes.iter().any(|r| matches!(r, IpNet::V6(_)));
+        if ipv6_routed && mtu < IPV6_MIN_MTU + TUNNEL_OVERHEAD {
+            return Err(invalid(
+                "tunnel.mtu",
+                format!(
+                    "{mtu} leaves an inner MTU of {}, below IPv6's minimum of {IPV6_MIN_MTU}: \
+                     interface.address6 and IPv6 interface.routes need at least {}",
+                    mtu - TUNNEL_OVERHEAD,
+                    IPV6_MIN_MTU + TUNNEL_OVERHEAD
+                ),
             ));
         }
         if f.tunnel.paths == 0 || f.tunnel.paths > 256 {
@@ -518,6 +553,7 @@ impl Config {
         Ok(Self {
             ifname,
             address: f.interface.address,
+            address6,
             routes: f.interface.routes.iter().map(|n| n.trunc()).collect(),
             listen: f.tunnel.listen,
             mtu,

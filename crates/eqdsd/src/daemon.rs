@@ -119,6 +119,7 @@ pub fn run(config: &Config) -> Result<()> {
     let tun = Tun::create(
         &config.ifname,
         config.address,
+        config.address6,
         config.inner_mtu(),
         &config.routes,
         config.offload,
@@ -156,9 +157,10 @@ pub fn run(config: &Config) -> Result<()> {
     let epoch = monotonic_ps();
     let mut engine = Engine::new(config, epoch ^ u64::from(std::process::id()));
     eprintln!(
-        "eqdsd: {} up ({} inner MTU {}), tunnel on {} (source ports {:?}), mode {:?}, link {} bit/s",
+        "eqdsd: {} up ({}{} inner MTU {}), tunnel on {} (source ports {:?}), mode {:?}, link {} bit/s",
         tun.name(),
         config.address,
+        config.address6.map(|a| format!(" {a}")).unwrap_or_default(),
         config.inner_mtu(),
         config.listen,
         sockets.ports(),

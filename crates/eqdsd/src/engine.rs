@@ -9,15 +9,15 @@
 //! packet (queues grow to their high-water mark and stay there).
 //!
 //! Checks on the way in (each failure is a counter, see [`Counters`]):
-//! - from the TUN device: a whole IPv4 packet, for a destination a peer owns, fitting
-//!   the tunnel MTU, with room in that destination's send queue;
+//! - from the TUN device: a whole IPv4 or IPv6 packet, for a destination a peer owns,
+//!   fitting the tunnel MTU, with room in that destination's send queue;
 //! - from the network: a datagram from a known peer (or one of a peer range), with an
-//!   EQDS header that decodes, and, when delivered, an inner IPv4 packet whose source
-//!   that peer may use. The source check happens at delivery rather than on arrival so
+//!   EQDS header that decodes, and, when delivered, a whole inner packet of the IP
+//!   version its header's `next_proto` names, whose source that peer may use. The source check happens at delivery rather than on arrival so
 //!   that the credit the sender spent and the ACK it is owed are still accounted.
 
 use std::collections::VecDeque;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::receiver::ReceiverConfig;
@@ -29,10 +29,10 @@ use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEAD
 
 use crate::config::{Config, TUNNEL_OVERHEAD};
 use crate::counters::Counters;
-use crate::ipv4;
 use crate::native::{self, Kind, NativeHeader, Reject, NATIVE_HEADER_LEN};
 use crate::peers::{PeerError, Peers};
 use crate::pool::{BufId, Pool, INNER};
+use crate::{ipv4, ipv6};
 
 /// Native payloads held for the local application at most: beyond this it is not
 /// reading, and what arrives for it is dropped (and counted) rather than holding
@@ -55,6 +55,28 @@ pub enum NativeOutcome {
 /// Where a native datagram is read into a buffer: its 8-byte header just before
 /// [`INNER`], so that the payload sits where a TUN packet would.
 pub const NATIVE_AT: usize = INNER - NATIVE_HEADER_LEN;
+
+/// The source and destination of `pkt` read as an inner packet of `proto`, if it is
+/// a whole packet of that IP version.
+fn inspect_inner(proto: NextProto, pkt: &[u8]) -> Option<(IpAddr, IpAddr)> {
+    match proto {
+        NextProto::Ipv4 => ipv4::inspect(pkt)
+            .ok()
+            .map(|s| (IpAddr::V4(s.src), IpAddr::V4(s.dst))),
+        NextProto::Ipv6 => ipv6::inspect(pkt)
+            .ok()
+            .map(|s| (IpAddr::V6(s.src), IpAddr::V6(s.dst))),
+        _ => None,
+    }
+}
+
+/// What a packet read from the TUN device says it is, by its version nibble.
+fn tun_proto(pkt: &[u8]) -> NextProto {
+    match pkt.first().map(|b| b >> 4) {
+        Some(6) => NextProto::Ipv6,
+        _ => NextProto::Ipv4,
+    }
+}
 
 /// One datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,16 +245,14 @@ impl Engine {
     pub fn handle_tun(&mut self, now: Time, id: BufId, len: usize) {
         self.counters.tun_rx_packets += 1;
         self.pool.set_len(id, len);
-        self.pool.set_proto(id, NextProto::Ipv4);
-        let summary = match ipv4::inspect(self.pool.inner(id)) {
-            Ok(s) => s,
-            Err(_) => {
-                self.counters.drop_tun_malformed += 1;
-                self.pool.free(id);
-                return;
-            }
+        let proto = tun_proto(self.pool.inner(id));
+        self.pool.set_proto(id, proto);
+        let Some((_, dst)) = inspect_inner(proto, self.pool.inner(id)) else {
+            self.counters.drop_tun_malformed += 1;
+            self.pool.free(id);
+            return;
         };
-        let peer = match self.peers.route(summary.dst) {
+        let peer = match self.peers.route(dst) {
             Ok(p) => p,
             Err(_) => {
                 self.counters.drop_no_route += 1;
@@ -240,12 +260,27 @@ impl Engine {
                 return;
             }
         };
-        if self.tx.send_queue_bytes(peer) >= self.ecn_threshold_bytes
-            && ipv4::mark_ce(self.pool.inner_mut(id))
-        {
-            self.counters.ecn_marked += 1;
+        let v6 = proto == NextProto::Ipv6;
+        if self.tx.send_queue_bytes(peer) >= self.ecn_threshold_bytes {
+            let pkt = self.pool.inner_mut(id);
+            let marked = if v6 {
+                ipv6::mark_ce(pkt)
+            } else {
+                ipv4::mark_ce(pkt)
+            };
+            if marked {
+                self.counters.ecn_marked += 1;
+            }
         }
-        let queued = if self.acks_first && ipv4::is_pure_tcp_ack(self.pool.inner(id)) {
+        let pure_ack = self.acks_first && {
+            let pkt = self.pool.inner(id);
+            if v6 {
+                ipv6::is_pure_tcp_ack(pkt)
+            } else {
+                ipv4::is_pure_tcp_ack(pkt)
+            }
+        };
+        let queued = if pure_ack {
             self.tx.enqueue_ahead(now, peer, len as u32, id)
         } else {
             self.tx.enqueue(now, peer, len as u32, id)
@@ -510,13 +545,15 @@ impl Engine {
                 }
                 continue;
             }
-            match ipv4::inspect(self.pool.inner(id)) {
-                Ok(s) if self.peers.may_use(d.src, s.src) => self.to_tun.push_back(id),
-                Ok(_) => {
+            // The packet must be what its DATA header says it is: an IPv4 header
+            // behind `next_proto` IPv6 (or the reverse) is malformed, not routed.
+            match inspect_inner(self.pool.proto(id), self.pool.inner(id)) {
+                Some((src, _)) if self.peers.may_use(d.src, src) => self.to_tun.push_back(id),
+                Some(_) => {
                     self.counters.drop_spoofed += 1;
                     self.pool.free(id);
                 }
-                Err(_) => {
+                None => {
                     self.counters.drop_inner_malformed += 1;
                     self.pool.free(id);
                 }

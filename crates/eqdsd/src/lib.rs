@@ -20,6 +20,7 @@ pub mod daemon;
 pub mod engine;
 pub mod gso;
 pub mod ipv4;
+pub mod ipv6;
 pub mod metrics;
 pub mod native;
 pub mod peers;

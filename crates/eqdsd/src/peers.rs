@@ -6,15 +6,15 @@
 //! `[[peer_range]]`. The table answers the two questions of the fast path:
 //!
 //! - sending: which peer owns inner destination D? (the longest `allowed_ips` prefix
-//!   among named peers, else the range that maps D to an endpoint);
+//!   among named peers, IPv4 or IPv6, else the IPv4 range that maps D to an endpoint);
 //! - receiving: is a datagram from address A a peer's, and may that peer use inner
 //!   source S? (anti-spoofing: anything else is dropped and counted).
 
 use std::collections::HashMap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use eqds_proto::sender::PeerId;
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net};
 
 use crate::config::{PeerConfig, PeerRange};
 
@@ -23,8 +23,8 @@ use crate::config::{PeerConfig, PeerRange};
 pub struct Peer {
     /// Where its tunnel listens.
     pub endpoint: SocketAddrV4,
-    /// Inner source addresses it may use.
-    pub allowed_ips: Vec<Ipv4Net>,
+    /// Inner source addresses it may use, IPv4 and IPv6.
+    pub allowed_ips: Vec<IpNet>,
 }
 
 /// The peer table.
@@ -33,7 +33,7 @@ pub struct Peers {
     peers: Vec<Peer>,
     by_addr: HashMap<Ipv4Addr, PeerId>,
     /// Named peers' prefixes, longest first: (prefix, peer).
-    named_routes: Vec<(Ipv4Net, PeerId)>,
+    named_routes: Vec<(IpNet, PeerId)>,
     ranges: Vec<PeerRange>,
     max_peers: usize,
 }
@@ -79,10 +79,14 @@ impl Peers {
     }
 
     /// The peer an inner packet for `dst` goes to.
-    pub fn route(&mut self, dst: Ipv4Addr) -> Result<PeerId, PeerError> {
+    /// Prefixes of the other family never match; peer ranges are IPv4 only.
+    pub fn route(&mut self, dst: IpAddr) -> Result<PeerId, PeerError> {
         if let Some(&(_, id)) = self.named_routes.iter().find(|(n, _)| n.contains(&dst)) {
             return Ok(id);
         }
+        let IpAddr::V4(dst) = dst else {
+            return Err(PeerError::Unknown);
+        };
         let endpoint = self
             .ranges
             .iter()
@@ -114,13 +118,16 @@ impl Peers {
         }
         let peer = Peer {
             endpoint: SocketAddrV4::new(addr, range.port),
-            allowed_ips: vec![Ipv4Net::new(inner, 32).expect("/32 is a valid prefix")],
+            allowed_ips: vec![IpNet::V4(
+                Ipv4Net::new(inner, 32).expect("/32 is a valid prefix"),
+            )],
         };
         Ok(self.insert(peer))
     }
 
-    /// Whether `peer` may send inner packets from `src`.
-    pub fn may_use(&self, peer: PeerId, src: Ipv4Addr) -> bool {
+    /// Whether `peer` may send inner packets from `src` (an address of either family;
+    /// prefixes of the other family never match).
+    pub fn may_use(&self, peer: PeerId, src: IpAddr) -> bool {
         self.peers[peer as usize]
             .allowed_ips
             .iter()
@@ -189,5 +196,67 @@ mod tests {
             t.accept("10.77.5.5".parse().unwrap()),
             Err(PeerError::TableFull)
         );
+    }
+
+    /// Two named peers with IPv6 prefixes, one nested in the other, beside IPv4 ones,
+    /// and an IPv4 range.
+    fn dual_stack() -> Peers {
+        let named = [
+            PeerConfig {
+                endpoint: "192.168.0.9:9".parse().unwrap(),
+                allowed_ips: vec![
+                    "10.88.9.0/24".parse().unwrap(),
+                    "fd00:88:9::/48".parse().unwrap(),
+                ],
+            },
+            PeerConfig {
+                endpoint: "192.168.0.10:9".parse().unwrap(),
+                allowed_ips: vec!["fd00:88::/32".parse().unwrap()],
+            },
+        ];
+        let ranges = [PeerRange {
+            endpoints: "10.77.0.0/16".parse().unwrap(),
+            port: 7700,
+            allowed_ips: "10.88.0.0/16".parse().unwrap(),
+        }];
+        Peers::new(&named, &ranges, 8)
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn ipv6_destinations_take_the_longest_prefix() {
+        let mut t = dual_stack();
+        assert_eq!(t.route(ip("fd00:88:9::1")), Ok(0), "the /48 beats the /32");
+        assert_eq!(t.route(ip("fd00:88:9:ffff::7")), Ok(0));
+        assert_eq!(t.route(ip("fd00:88:a::1")), Ok(1));
+        assert_eq!(t.route(ip("fd00:88::1")), Ok(1));
+        assert_eq!(t.route(ip("fd00:89::1")), Err(PeerError::Unknown));
+        // An IPv4-mapped address is not the IPv4 address: ranges are IPv4 only.
+        assert_eq!(t.route(ip("::ffff:10.88.3.1")), Err(PeerError::Unknown));
+        assert_eq!(t.route(ip("10.88.9.1")), Ok(0));
+        // No peer was created for the IPv6 misses.
+        assert_eq!(t.iter().count(), 2);
+        let id = t.route(ip("10.88.3.1")).unwrap();
+        assert_eq!(id, 2);
+    }
+
+    #[test]
+    fn ipv6_sources_are_checked_against_the_peers_prefixes() {
+        let mut t = dual_stack();
+        assert!(t.may_use(0, ip("fd00:88:9::42")));
+        assert!(t.may_use(0, ip("10.88.9.1")));
+        assert!(!t.may_use(0, ip("fd00:88:a::1")), "peer 1's, not peer 0's");
+        assert!(t.may_use(1, ip("fd00:88:a::1")));
+        assert!(t.may_use(1, ip("fd00:88:9::1")), "inside peer 1's /32 too");
+        assert!(!t.may_use(1, ip("10.88.9.1")), "peer 1 has no IPv4 prefix");
+        assert!(!t.may_use(1, ip("fd01::1")));
+        // A range peer owns one IPv4 address and no IPv6 one, not even the mapped form.
+        let r = t.accept("10.77.4.2".parse().unwrap()).unwrap();
+        assert!(t.may_use(r, ip("10.88.4.2")));
+        assert!(!t.may_use(r, ip("::ffff:10.88.4.2")));
+        assert!(!t.may_use(r, ip("fd00:88:4::2")));
     }
 }

@@ -446,3 +446,147 @@ fn with_acks_first_a_pure_tcp_ack_overtakes_waiting_data() {
     assert_eq!(ack_position(false), 5, "one FIFO per peer");
     assert_eq!(ack_position(true), 0);
 }
+
+/// Host `host`'s config with IPv6: its own addresses in both families, and the other
+/// host (of 1 and 2) named as a peer owning 10.88.O.0/24 and fd00:88:O::/48.
+fn dual_stack_config(host: u8, extra: &str) -> Config {
+    let other = 3 - host;
+    Config::parse(&format!(
+        r#"
+[interface]
+address = "10.88.{host}.1/16"
+address6 = "fd00:88:{host}::1/48"
+[tunnel]
+listen = "10.77.{host}.1:7700"
+[eqds]
+mode = "rts"
+link_rate = "1gbit"
+{extra}
+[[peer]]
+endpoint = "10.77.{other}.1:7700"
+allowed_ips = ["10.88.{other}.0/24", "fd00:88:{other}::/48"]
+"#
+    ))
+    .unwrap()
+}
+
+/// An IPv6 UDP packet from fd00:88:S::1 to fd00:88:D::1 with traffic class `tc`,
+/// `len` bytes in all, whose payload starts with `tag`.
+fn ip6_packet(src_host: u8, dst_host: u8, tc: u8, tag: u32, len: usize) -> Vec<u8> {
+    let addr = |h: u8| {
+        let mut a = [0u8; 16];
+        a[..6].copy_from_slice(&[0xfd, 0, 0, 0x88, 0, h]);
+        a[15] = 1;
+        a
+    };
+    let mut p = vec![0u8; len];
+    p[0] = 0x60 | (tc >> 4);
+    p[1] = tc << 4;
+    p[4..6].copy_from_slice(&((len - 40) as u16).to_be_bytes());
+    p[6] = 17;
+    p[7] = 64;
+    p[8..24].copy_from_slice(&addr(src_host));
+    p[24..40].copy_from_slice(&addr(dst_host));
+    for (i, b) in p[40..].iter_mut().enumerate() {
+        *b = (tag as usize + i) as u8;
+    }
+    p[40..44].copy_from_slice(&tag.to_be_bytes());
+    p
+}
+
+impl Pair {
+    fn dual_stack(extra: &str) -> Self {
+        Self {
+            a: Engine::new(&dual_stack_config(1, extra), 1),
+            b: Engine::new(&dual_stack_config(2, extra), 2),
+            now: 0,
+            lose_every: 0,
+            sent: 0,
+        }
+    }
+}
+
+#[test]
+fn ipv6_packets_cross_in_order_beside_ipv4_and_spoofed_ones_are_dropped() {
+    let mut p = Pair::dual_stack("");
+    let mut sent = Vec::new();
+    let mut got = Vec::new();
+    for tag in 0..200u32 {
+        let pkt = if tag % 3 == 0 {
+            ip_packet([10, 88, 1, 1], [10, 88, 2, 1], tag, 700)
+        } else {
+            ip6_packet(1, 2, 0, tag, 600 + tag as usize)
+        };
+        Pair::write_tun(&mut p.a, p.now, &pkt);
+        sent.push(pkt);
+        if tag == 100 {
+            // A source outside fd00:88:1::/48, which is all host 1 may use, and one
+            // in host 2's own prefix.
+            Pair::write_tun(&mut p.a, p.now, &ip6_packet(3, 2, 0, 9000, 200));
+            Pair::write_tun(&mut p.a, p.now, &ip6_packet(2, 2, 0, 9001, 200));
+        }
+        if tag % 10 == 9 {
+            got.extend(p.step(5 * PS_PER_US));
+        }
+    }
+    for _ in 0..2000 {
+        got.extend(p.step(5 * PS_PER_US));
+    }
+    assert_eq!(p.a.counters().drop_send_queue_full, 0);
+    assert_eq!(got.len(), sent.len(), "every honest packet, nothing else");
+    assert!(got == sent, "the same bytes in the same order");
+    let c = p.b.counters();
+    assert_eq!(c.drop_spoofed, 2);
+    assert_eq!(c.drop_inner_malformed, 0);
+    assert_eq!(c.tun_tx_packets, 200);
+    assert_eq!(p.b.pool().in_use(), 0, "every buffer came back");
+    // The other way, and a destination no peer owns.
+    Pair::write_tun(&mut p.b, p.now, &ip6_packet(2, 1, 0, 1, 100));
+    Pair::write_tun(&mut p.b, p.now, &ip6_packet(2, 7, 0, 2, 100));
+    for _ in 0..200 {
+        p.step(5 * PS_PER_US);
+    }
+    assert_eq!(p.b.counters().drop_no_route, 1);
+    assert_eq!(p.a.counters().tun_tx_packets, 1);
+}
+
+#[test]
+fn malformed_ipv6_from_the_tun_is_counted() {
+    let mut p = Pair::dual_stack("");
+    let good = ip6_packet(1, 2, 0, 1, 120);
+    for len in [0, 1, 39, 40, 119] {
+        Pair::write_tun(&mut p.a, 0, &good[..len]);
+    }
+    let mut long_claim = good.clone();
+    long_claim[4..6].copy_from_slice(&500u16.to_be_bytes());
+    Pair::write_tun(&mut p.a, 0, &long_claim);
+    let c = p.a.counters();
+    assert_eq!(c.drop_tun_malformed, 6);
+    assert_eq!(c.drop_no_route, 0);
+    assert_eq!(p.a.sender().tunnels().count(), 0, "nothing was queued");
+    assert_eq!(p.a.pool().in_use(), 0);
+}
+
+#[test]
+fn a_long_send_queue_marks_ipv6_ecn_capable_packets() {
+    let mut p = Pair::dual_stack("ecn_threshold = 2");
+    // rts mode: nothing leaves before credit arrives, so the queue builds at once.
+    let tcs = [0x02, 0x01, 0x00, 0xb8 | 0x02, 0x02, 0x00];
+    for (tag, &tc) in tcs.iter().enumerate() {
+        Pair::write_tun(&mut p.a, 0, &ip6_packet(1, 2, tc, tag as u32, 1400));
+    }
+    // The first three found less than two full packets queued; of the three behind
+    // them, the two ECN-capable ones were marked.
+    assert_eq!(p.a.counters().ecn_marked, 2);
+    let mut got = Vec::new();
+    for _ in 0..500 {
+        got.extend(p.step(5 * PS_PER_US));
+    }
+    let ecn: Vec<u8> = got.iter().map(|q| (q[1] >> 4) & 3).collect();
+    assert_eq!(ecn, vec![2, 1, 0, 3, 3, 0]);
+    let dscp: Vec<u8> = got
+        .iter()
+        .map(|q| ((q[0] & 0x0f) << 2) | (q[1] >> 6))
+        .collect();
+    assert_eq!(dscp[3], 0xb8 >> 2, "the DSCP is left alone");
+}

@@ -130,3 +130,86 @@ fn native_socket_is_off_by_default_and_checked_when_given() {
     let e = err(&format!("{MINIMAL}\n[native]\nsockt = \"/x\""));
     assert!(e.contains("native"), "{e}");
 }
+
+#[test]
+fn ipv6_addresses_routes_and_allowed_ips() {
+    let c = Config::parse(MINIMAL).unwrap();
+    assert_eq!(c.address6, None);
+    let text = MINIMAL.replace(
+        "[tunnel]",
+        "address6 = \"fd00:88:1::1/48\"\nroutes = [\"10.99.0.0/16\", \"fd00:99::5/32\"]\n[tunnel]",
+    ) + "\n[[peer]]\nendpoint = \"10.77.9.1:7700\"\nallowed_ips = [\"10.88.9.0/24\", \"fd00:88:9::/48\"]\n";
+    let c = Config::parse(&text).unwrap();
+    assert_eq!(c.address6, Some("fd00:88:1::1/48".parse().unwrap()));
+    // Routes are truncated to their network, of either family.
+    assert_eq!(
+        c.routes,
+        vec![
+            "10.99.0.0/16".parse::<IpNet>().unwrap(),
+            "fd00:99::/32".parse().unwrap()
+        ]
+    );
+    assert_eq!(
+        c.peers[0].allowed_ips,
+        vec![
+            "10.88.9.0/24".parse::<IpNet>().unwrap(),
+            "fd00:88:9::/48".parse().unwrap()
+        ]
+    );
+    // An IPv4 /32 is fine when the IPv6 address routes a prefix.
+    let c = Config::parse(
+        &MINIMAL
+            .replace("10.88.1.1/16", "10.88.1.1/32")
+            .replace("[tunnel]", "address6 = \"fd00:88:1::1/64\"\n[tunnel]"),
+    )
+    .unwrap();
+    assert_eq!(c.address.prefix_len(), 32);
+}
+
+#[test]
+fn ipv6_errors_name_the_key() {
+    let with_interface = |extra: &str| MINIMAL.replace("[tunnel]", &format!("{extra}\n[tunnel]"));
+    let e = err(&with_interface("address6 = \"10.88.1.1/16\""));
+    assert!(e.starts_with("interface.address6:"), "{e}");
+    let e = err(&with_interface("address6 = \"fd00:88::1\""));
+    assert!(
+        e.starts_with("interface.address6:"),
+        "no prefix length: {e}"
+    );
+    for bad in ["::/64", "ff02::1/64", "::1/128"] {
+        let e = err(&with_interface(&format!("address6 = \"{bad}\"")));
+        assert!(
+            e.starts_with("interface.address6:") && e.contains("not a unicast"),
+            "{bad}: {e}"
+        );
+    }
+    let e = err(&MINIMAL.replace("10.88.1.1/16", "fd00:88:1::1/48"));
+    assert!(e.starts_with("interface.address:"), "{e}");
+    let e = err(&with_interface("routes = [\"fd00:99::/129\"]"));
+    assert!(e.starts_with("interface.routes"), "{e}");
+    // Both addresses route nothing and no route is given.
+    let e = err(&MINIMAL
+        .replace("10.88.1.1/16", "10.88.1.1/32")
+        .replace("[tunnel]", "address6 = \"fd00:88:1::1/128\"\n[tunnel]"));
+    assert!(e.starts_with("interface.address:"), "{e}");
+    // IPv6 needs an inner MTU of 1280; IPv4 alone does not.
+    let small = |text: &str| text.replace("[tunnel]", "[tunnel]\nmtu = 1323");
+    assert_eq!(Config::parse(&small(MINIMAL)).unwrap().inner_mtu(), 1279);
+    let e = err(&small(&with_interface("address6 = \"fd00:88:1::1/48\"")));
+    assert!(e.starts_with("tunnel.mtu:") && e.contains("1324"), "{e}");
+    let e = err(&small(&with_interface("routes = [\"fd00:99::/32\"]")));
+    assert!(e.starts_with("tunnel.mtu:"), "{e}");
+    let ok = with_interface("address6 = \"fd00:88:1::1/48\"")
+        .replace("[tunnel]", "[tunnel]\nmtu = 1324");
+    assert_eq!(Config::parse(&ok).unwrap().inner_mtu(), 1280);
+    let e = err(&format!(
+        "{MINIMAL}\n[[peer]]\nendpoint = \"10.77.9.1:1\"\nallowed_ips = [\"fd00:88:9::/200\"]"
+    ));
+    assert!(e.starts_with("peer[0].allowed_ips"), "{e}");
+    // Peer ranges stay IPv4.
+    let e = err(&MINIMAL.replace(
+        "allowed_ips = \"10.88.0.0/16\"",
+        "allowed_ips = \"fd00:88::/112\"",
+    ));
+    assert!(e.starts_with("peer_range[0].allowed_ips:"), "{e}");
+}

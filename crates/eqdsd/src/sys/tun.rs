@@ -8,7 +8,7 @@ use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::Command;
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
 /// An open TUN device (IFF_TUN, no packet information header, non-blocking).
 ///
@@ -62,13 +62,16 @@ fn check(ret: libc::c_int, what: &str) -> io::Result<()> {
 }
 
 impl Tun {
-    /// Creates TUN device `name` with `address`, `mtu`, up, and routes `routes`
-    /// through it (the address's own prefix is routed by the kernel).
+    /// Creates TUN device `name` with `address` (and `address6`, if given), `mtu`,
+    /// up, and routes `routes` through it (the addresses' own prefixes are routed by
+    /// the kernel). IFF_NO_PI: packets of both IP versions are read and written bare,
+    /// and the kernel tells them apart by their version nibble.
     pub fn create(
         name: &str,
         address: Ipv4Net,
+        address6: Option<Ipv6Net>,
         mtu: u32,
-        routes: &[Ipv4Net],
+        routes: &[IpNet],
         offload: bool,
     ) -> io::Result<Self> {
         let path = CString::new("/dev/net/tun").expect("no NUL in a literal");
@@ -113,6 +116,9 @@ impl Tun {
             offload,
         };
         tun.configure(address, mtu)?;
+        if let Some(a) = address6 {
+            tun.add_address6(a)?;
+        }
         for route in routes {
             let out = Command::new("ip")
                 .args(["route", "replace", &route.to_string(), "dev", name])
@@ -164,6 +170,36 @@ impl Tun {
             r.ifr_ifru.ifru_flags = up
         })?;
         Ok(())
+    }
+
+    /// Adds an IPv6 address and prefix length, through the same interface ioctl as
+    /// IPv4's (SIOCSIFADDR) on an IPv6 socket. It goes with the device, like the rest.
+    fn add_address6(&self, address: Ipv6Net) -> io::Result<()> {
+        let cname = CString::new(self.name.as_str()).expect("no NUL in a checked name");
+        // SAFETY: a valid C string; 0 (no such device) is checked.
+        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if index == 0 {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::new(e.kind(), format!("if_nametoindex: {e}")));
+        }
+        // SAFETY: a plain socket call; the descriptor is wrapped at once.
+        let raw = unsafe { libc::socket(libc::AF_INET6, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+        check(raw, "IPv6 socket for the address ioctl")?;
+        // SAFETY: `raw` was just created and is owned here.
+        let sock = unsafe { OwnedFd::from_raw_fd(raw) };
+        let mut req = libc::in6_ifreq {
+            ifr6_addr: libc::in6_addr {
+                s6_addr: address.addr().octets(),
+            },
+            ifr6_prefixlen: u32::from(address.prefix_len()),
+            ifr6_ifindex: index as libc::c_int,
+        };
+        // SAFETY: SIOCSIFADDR on an AF_INET6 socket takes a pointer to an in6_ifreq,
+        // which lives across the call; the result is checked.
+        check(
+            unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFADDR, &mut req) },
+            &format!("SIOCSIFADDR {address}"),
+        )
     }
 
     /// The interface name.
