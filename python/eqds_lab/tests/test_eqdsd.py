@@ -359,3 +359,47 @@ def test_eqdsperf_over_the_native_socket(testbed: Bed, daemons: Daemons) -> None
     p50, p99 = lat["rtt_us"]["p50"], lat["rtt_us"]["p99"]
     assert lat["samples"] > 10 and lat["lost"] == 0, lat
     assert math.isfinite(p50) and 0 < p50 <= p99 < 1e6, lat
+
+
+def inner6(index: int) -> str:
+    """Host `index`'s inner IPv6 address (fd00:88::/64 is routed into EQDS)."""
+    return f"fd00:88::{index}"
+
+
+def test_ping6_crosses_and_spoofed_ipv6_is_dropped(testbed: Bed, daemons: Daemons) -> None:
+    """IPv6 inner packets between two daemons: ping6 both ways beside IPv4, and a
+    ping6 from an address h1 does not own dropped as spoofed at h2."""
+    testbed.up("--hosts", "2")
+    for h in (1, 2):
+        # The testbed turns IPv6 off in its namespaces; the TUN device needs it.
+        testbed.in_host(h, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=0")
+    for h, other in ((1, 2), (2, 1)):
+        peer = f"""
+[[peer]]
+endpoint = "10.77.{other}.1:7700"
+allowed_ips = ["{inner(other)}/32", "{inner6(other)}/128"]
+"""
+        daemons.start(h, "500mbit", interface=f'address6 = "{inner6(h)}/64"', peers=peer)
+    addrs = testbed.in_host(1, "ip", "-6", "-o", "addr", "show", "dev", "eqds0")
+    assert f"{inner6(1)}/64" in addrs, addrs
+    for src, dst in ((1, 2), (2, 1)):
+        ping = testbed.in_host(src, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", inner6(dst))
+        assert " 0% packet loss" in ping, ping
+    ping = testbed.in_host(1, "ping", "-c", "2", "-i", "0.2", "-W", "2", inner(2))
+    assert " 0% packet loss" in ping, ping
+    # Spoofing: h1 gives its device a second address, fd00:88::3, which only a third
+    # host could own, and pings from it; h1's daemon routes it, h2's refuses it.
+    spoofed = "fd00:88::3"
+    testbed.in_host(1, "ip", "-6", "addr", "add", f"{spoofed}/128", "dev", "eqds0", "nodad")
+    key = 'eqdsd_drops_total{reason="spoofed"}'
+    before = daemons.metrics(2)[key]
+    ping = testbed.in_host(1, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", "-I", spoofed,
+                           inner6(2), check=False)  # fmt: skip
+    assert "3 packets transmitted, 0 received" in ping, ping
+    deadline = time.monotonic() + 3
+    while daemons.metrics(2)[key] < before + 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert daemons.metrics(2)[key] - before == 3
+    # The TUN device and its IPv6 address go with the daemon.
+    assert daemons.stop(1) == 0
+    assert "eqds0" not in testbed.in_host(1, "ip", "-o", "link", "show")

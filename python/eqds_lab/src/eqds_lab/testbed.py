@@ -142,11 +142,15 @@ def inner(index: int) -> str:
     return f"10.88.{index}.1"
 
 
-def config_text(index: int, rate: str, extra: str = "", tunnel: str = "") -> str:
-    """Host `index`'s configuration; `extra` goes into [eqds], `tunnel` into [tunnel]."""
+def config_text(
+    index: int, rate: str, extra: str = "", tunnel: str = "", interface: str = "", peers: str = ""
+) -> str:
+    """Host `index`'s configuration; `extra` goes into [eqds], `tunnel` into [tunnel],
+    `interface` into [interface], and `peers` ([[peer]] tables) after the peer range."""
     return f"""
 [interface]
 address = "{inner(index)}/16"
+{interface}
 [tunnel]
 listen = "10.77.{index}.1:7700"
 {tunnel}
@@ -157,6 +161,7 @@ link_rate = "{rate}"
 endpoints = "10.77.0.0/16"
 port = 7700
 allowed_ips = "10.88.0.0/16"
+{peers}
 """
 
 
@@ -169,9 +174,17 @@ class Daemons:
         self.workdir = workdir
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
-    def start(self, index: int, rate: str, extra: str = "", tunnel: str = "") -> None:
+    def start(
+        self,
+        index: int,
+        rate: str,
+        extra: str = "",
+        tunnel: str = "",
+        interface: str = "",
+        peers: str = "",
+    ) -> None:
         cfg = self.workdir / f"h{index}.toml"
-        cfg.write_text(config_text(index, rate, extra, tunnel))
+        cfg.write_text(config_text(index, rate, extra, tunnel, interface, peers))
         log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
         ns = self.bed.host(index)["netns"]
         self.procs[index] = subprocess.Popen(
