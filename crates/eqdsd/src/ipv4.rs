@@ -50,10 +50,7 @@ pub fn inspect(pkt: &[u8]) -> Result<Ipv4Summary, Ipv4Error> {
 /// an unfragmented TCP segment with ACK set, no SYN, FIN or RST, and no payload.
 /// Such packets are what the other direction's data waits on.
 pub fn is_pure_tcp_ack(pkt: &[u8]) -> bool {
-    const TCP: u8 = 6;
-    const ACK: u8 = 0x10;
-    const SYN_FIN_RST: u8 = 0x07;
-    if pkt.len() < 20 || pkt[9] != TCP {
+    if pkt.len() < 20 || pkt[9] != crate::tcp::PROTOCOL {
         return false;
     }
     // More-fragments or a fragment offset: not a whole segment.
@@ -61,15 +58,7 @@ pub fn is_pure_tcp_ack(pkt: &[u8]) -> bool {
         return false;
     }
     let ihl = usize::from(pkt[0] & 0x0f) * 4;
-    let Some(tcp) = pkt.get(ihl..) else {
-        return false;
-    };
-    if tcp.len() < 20 {
-        return false;
-    }
-    let data_offset = usize::from(tcp[12] >> 4) * 4;
-    let flags = tcp[13];
-    data_offset >= 20 && tcp.len() == data_offset && flags & ACK != 0 && flags & SYN_FIN_RST == 0
+    pkt.get(ihl..).is_some_and(crate::tcp::is_pure_ack)
 }
 
 /// Sets the ECN field of an ECN-capable packet to CE, updating the header checksum

@@ -63,16 +63,9 @@ pub fn inspect(pkt: &[u8]) -> Result<Ipv6Summary, Ipv6Error> {
 /// TCP segment directly behind the fixed header (no extension headers, so no
 /// fragment) with ACK set, no SYN, FIN or RST, and no payload.
 pub fn is_pure_tcp_ack(pkt: &[u8]) -> bool {
-    const TCP: u8 = 6;
-    const ACK: u8 = 0x10;
-    const SYN_FIN_RST: u8 = 0x07;
-    if pkt.len() < HEADER_LEN + 20 || pkt[6] != TCP {
-        return false;
-    }
-    let tcp = &pkt[HEADER_LEN..];
-    let data_offset = usize::from(tcp[12] >> 4) * 4;
-    let flags = tcp[13];
-    data_offset >= 20 && tcp.len() == data_offset && flags & ACK != 0 && flags & SYN_FIN_RST == 0
+    pkt.len() >= HEADER_LEN
+        && pkt[6] == crate::tcp::PROTOCOL
+        && crate::tcp::is_pure_ack(&pkt[HEADER_LEN..])
 }
 
 /// Sets the ECN field of an ECN-capable packet to CE. IPv6 has no header checksum,

@@ -26,3 +26,4 @@ pub mod native;
 pub mod peers;
 pub mod pool;
 pub mod sys;
+pub mod tcp;
