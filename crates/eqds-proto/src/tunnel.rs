@@ -197,6 +197,10 @@ pub struct RxTunnel {
     config: RxConfig,
     /// Current state.
     state: RxState,
+    /// Non-SYN data of the established epoch's first block has arrived since a SYN
+    /// (re)established the tunnel. Until then, non-SYN data outside that block is
+    /// taken for another epoch's (see [`RxTunnel::handle`]).
+    confirmed: bool,
 }
 
 impl RxTunnel {
@@ -205,6 +209,7 @@ impl RxTunnel {
         Self {
             config,
             state: RxState::Closed,
+            confirmed: false,
         }
     }
 
@@ -233,6 +238,7 @@ impl RxTunnel {
             (RxState::Closed, RxEvent::Data { seq, syn: true, .. }) => {
                 let epoch = epoch_of(seq);
                 self.state = RxState::Established { epoch };
+                self.confirmed = false;
                 let isn = isn_for_epoch(epoch);
                 Actions::of(&[ResetSequence { isn }, Accept { syn_ack: true }])
             }
@@ -244,6 +250,7 @@ impl RxTunnel {
                     EpochOrder::Same => Actions::of(&[Accept { syn_ack: true }]),
                     EpochOrder::Greater => {
                         self.state = RxState::Established { epoch: theirs };
+                        self.confirmed = false;
                         let isn = isn_for_epoch(theirs);
                         Actions::of(&[
                             ReleaseReorderQueue,
@@ -257,7 +264,7 @@ impl RxTunnel {
                 }
             }
             (
-                RxState::Established { .. },
+                RxState::Established { epoch },
                 RxEvent::Data {
                     seq,
                     syn: false,
@@ -268,10 +275,22 @@ impl RxTunnel {
                 // another epoch (say we were re-established by a stale SYN). RST makes
                 // the sender re-establish; our state is kept, since the packet may just
                 // be a stray.
+                //
+                // Right after a SYN that test is not enough. A stale SYN of epoch E can
+                // re-establish us while the sender runs E + 1 (it resynchronised on an
+                // earlier SYN-ACK of ours for E), and E + 1's block starts where E's
+                // ends, inside the 2W tolerance. A sender sends no SYN-less data until
+                // its SYN-ACK, and no SYN beyond its epoch's first block, so the first
+                // SYN-less data of our epoch lies in that block [choice]. Anything else
+                // first is answered with RST, which moves the sender to a fresh epoch
+                // that our SYN handling accepts. A sender that used its whole block
+                // before its SYN-ACK came back pays one needless restart.
                 let limit = 2 * i64::from(self.config.window);
-                if i64::from(seq_diff(seq, expected)).abs() > limit {
+                let foreign = !self.confirmed && epoch_of(seq) != epoch;
+                if foreign || i64::from(seq_diff(seq, expected)).abs() > limit {
                     Actions::of(&[SendRst, Drop])
                 } else {
+                    self.confirmed = true;
                     Actions::of(&[Accept { syn_ack: false }])
                 }
             }
@@ -528,9 +547,12 @@ mod tests {
         actions.into_iter().collect()
     }
 
+    /// A receiver in `state`; if established, one that has been for a while (its
+    /// epoch confirmed by SYN-less data).
     fn rx_in(state: RxState) -> RxTunnel {
         let mut rx = RxTunnel::new(RxConfig::default());
         rx.state = state;
+        rx.confirmed = matches!(state, RxState::Established { .. });
         rx
     }
 
@@ -639,6 +661,42 @@ mod tests {
             );
         }
         assert_eq!(rx.state(), RxState::Established { epoch: 9 });
+    }
+
+    #[test]
+    fn rx_fresh_from_a_syn_takes_syn_less_data_of_the_next_epoch_for_foreign() {
+        // A stale SYN of epoch 7 (offset 874) establishes a closed receiver while the
+        // sender runs epoch 8: 8's first packets sit within 2W of the in-order point.
+        let mut rx = rx_in(RxState::Closed);
+        rx.handle(data(isn_for_epoch(7) + 874, true, 0));
+        let expected = isn_for_epoch(7) + 874 - 149;
+        let theirs = isn_for_epoch(8) + 3;
+        assert_eq!(
+            list(rx.handle(data(theirs, false, expected))),
+            [RxAction::SendRst, RxAction::Drop]
+        );
+        assert_eq!(rx.state(), RxState::Established { epoch: 7 });
+        // SYN-less data of epoch 7's own block confirms it; after that the sequence
+        // runs on past the block as usual.
+        let ours = isn_for_epoch(7) + 900;
+        assert_eq!(
+            list(rx.handle(data(ours, false, expected))),
+            [RxAction::Accept { syn_ack: false }]
+        );
+        assert_eq!(
+            list(rx.handle(data(theirs, false, expected + 150))),
+            [RxAction::Accept { syn_ack: false }]
+        );
+    }
+
+    #[test]
+    fn rx_reestablished_by_a_greater_syn_waits_for_confirmation_again() {
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        rx.handle(data(isn_for_epoch(10) + 1000, true, 0));
+        assert_eq!(
+            list(rx.handle(data(isn_for_epoch(11) + 1, false, isn_for_epoch(10) + 1000))),
+            [RxAction::SendRst, RxAction::Drop]
+        );
     }
 
     #[test]
