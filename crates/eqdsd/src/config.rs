@@ -84,10 +84,15 @@ struct TunnelSection {
     link_overhead: u32,
     #[serde(default = "default_offload")]
     offload: bool,
+    #[serde(default = "default_udp_offload")]
+    udp_offload: bool,
 }
 
 fn default_offload() -> bool {
     false
+}
+fn default_udp_offload() -> bool {
+    true
 }
 
 fn default_mtu() -> u32 {
@@ -291,6 +296,9 @@ pub struct Config {
     pub link_overhead: u32,
     /// TUN offloads: TSO super-packets in (segmented by the daemon), GRO on writes.
     pub offload: bool,
+    /// UDP offloads: trains sent as GSO messages, coalesced reads (GRO), each where
+    /// the kernel has it.
+    pub udp_offload: bool,
     /// First-RTT mode.
     pub mode: Mode,
     /// Receiving access link rate, bits per second: PULLs are paced at it.
@@ -560,6 +568,7 @@ impl Config {
             paths: f.tunnel.paths,
             link_overhead: f.tunnel.link_overhead,
             offload: f.tunnel.offload,
+            udp_offload: f.tunnel.udp_offload,
             mode,
             link_rate_bps,
             window_packets: e.window,

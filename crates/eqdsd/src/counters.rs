@@ -12,6 +12,11 @@ pub struct Counters {
     pub udp_rx_datagrams: u64,
     /// UDP datagrams sent (data, RTS and control).
     pub udp_tx_datagrams: u64,
+    /// Messages the datagrams left in: a GSO train is one (datagrams per message is
+    /// the mean train length).
+    pub udp_tx_messages: u64,
+    /// Reads the received datagrams came in: a coalesced (GRO) read is one.
+    pub udp_rx_reads: u64,
     /// DATA packets sent, retransmissions included.
     pub data_sent: u64,
     /// RTS packets sent.
@@ -98,6 +103,16 @@ impl Counters {
                 self.udp_rx_datagrams,
             ),
             ("udp_tx_datagrams", "Datagrams sent", self.udp_tx_datagrams),
+            (
+                "udp_tx_messages",
+                "Send messages (a GSO train is one)",
+                self.udp_tx_messages,
+            ),
+            (
+                "udp_rx_reads",
+                "Datagram reads (a coalesced GRO read is one)",
+                self.udp_rx_reads,
+            ),
             (
                 "data_sent",
                 "DATA packets sent, retransmissions included",

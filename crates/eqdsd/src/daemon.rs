@@ -22,11 +22,12 @@ use eqds_proto::time::PS_PER_US;
 
 use crate::config::Config;
 use crate::engine::{Datagram, Engine, NativeOutcome, NATIVE_AT};
+use crate::gro::Coalescer;
 use crate::gso;
 use crate::metrics;
 use crate::pool::{BufId, INNER};
 use crate::sys::tun::Tun;
-use crate::sys::udp::{Received, Sockets, BATCH};
+use crate::sys::udp::{Coalesced, Received, Sockets, BATCH, GRO_BATCH};
 use crate::sys::{exact_timers, monotonic_ps, Timer};
 
 const UDP: Token = Token(0);
@@ -125,7 +126,7 @@ pub fn run(config: &Config) -> Result<()> {
         config.offload,
     )
     .with_context(|| format!("creating TUN device {}", config.ifname))?;
-    let sockets = Sockets::bind(config.listen, config.paths)?;
+    let mut sockets = Sockets::bind(config.listen, config.paths, config.udp_offload)?;
     // Timers of ordinary tasks may fire up to 50 µs late (timer slack), most of a
     // PULL interval at 200 Mbit/s.
     exact_timers();
@@ -157,13 +158,15 @@ pub fn run(config: &Config) -> Result<()> {
     let epoch = monotonic_ps();
     let mut engine = Engine::new(config, epoch ^ u64::from(std::process::id()));
     eprintln!(
-        "eqdsd: {} up ({}{} inner MTU {}), tunnel on {} (source ports {:?}), mode {:?}, link {} bit/s",
+        "eqdsd: {} up ({}{} inner MTU {}), tunnel on {} (source ports {:?}, UDP GSO {}, GRO {}), mode {:?}, link {} bit/s",
         tun.name(),
         config.address,
         config.address6.map(|a| format!(" {a}")).unwrap_or_default(),
         config.inner_mtu(),
         config.listen,
         sockets.ports(),
+        on_off(sockets.gso()),
+        on_off(sockets.gro()),
         config.mode,
         config.link_rate_bps
     );
@@ -172,6 +175,8 @@ pub fn run(config: &Config) -> Result<()> {
     let mut events = Events::with_capacity(64);
     let mut rx_bufs: Vec<BufId> = Vec::with_capacity(BATCH);
     let mut received: Vec<Received> = Vec::with_capacity(BATCH);
+    let mut coalesced: Vec<Coalesced> = Vec::with_capacity(GRO_BATCH);
+    let mut gro = TunGro::default();
     let mut outgoing: Vec<Datagram> = Vec::with_capacity(4 * BATCH);
     let mut text = String::new();
     let mut next_path = 0;
@@ -213,7 +218,14 @@ pub fn run(config: &Config) -> Result<()> {
                 }
                 SIGNALS if signals.pending().next().is_some() => {
                     engine.close_all(monotonic_ps() - epoch);
-                    flush(&sockets, &tun, &mut engine, &mut outgoing, &mut next_path);
+                    flush(
+                        &sockets,
+                        &tun,
+                        &mut engine,
+                        &mut outgoing,
+                        &mut next_path,
+                        &mut gro,
+                    );
                     flush_native(native.as_mut(), &mut engine);
                     eprintln!("eqdsd: terminating; counters: {:?}", engine.counters());
                     return Ok(());
@@ -223,7 +235,11 @@ pub fn run(config: &Config) -> Result<()> {
         }
 
         if udp_ready {
-            udp_ready = read_udp(&sockets, &mut engine, epoch, &mut rx_bufs, &mut received)?;
+            udp_ready = if sockets.gro() {
+                read_udp_coalesced(&mut sockets, &mut engine, epoch, &mut coalesced)?
+            } else {
+                read_udp(&sockets, &mut engine, epoch, &mut rx_bufs, &mut received)?
+            };
         }
         if tun_ready {
             tun_ready = read_tun(
@@ -244,7 +260,14 @@ pub fn run(config: &Config) -> Result<()> {
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             engine.handle_timeout(now);
         }
-        flush(&sockets, &tun, &mut engine, &mut outgoing, &mut next_path);
+        flush(
+            &sockets,
+            &tun,
+            &mut engine,
+            &mut outgoing,
+            &mut next_path,
+            &mut gro,
+        );
         flush_native(native.as_mut(), &mut engine);
 
         let due = engine.poll_timeout();
@@ -287,6 +310,7 @@ fn read_udp(
         }
         let now = monotonic_ps() - epoch;
         let got = received.len();
+        engine.counters_mut().udp_rx_reads += got as u64;
         bufs.drain(..got);
         for r in received.iter() {
             engine.receive_datagram(now, r.from, r.buf, r.len, r.truncated);
@@ -297,6 +321,55 @@ fn read_udp(
         }
     }
     Ok(true)
+}
+
+/// Reads up to [`UDP_BATCHES_PER_TURN`] batches of coalesced reads (UDP GRO), cutting
+/// each into its datagrams; returns whether more may be waiting.
+fn read_udp_coalesced(
+    sockets: &mut Sockets,
+    engine: &mut Engine,
+    epoch: u64,
+    reads: &mut Vec<Coalesced>,
+) -> Result<bool> {
+    for _ in 0..UDP_BATCHES_PER_TURN {
+        reads.clear();
+        match sockets.recv_coalesced(reads) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
+            Err(e) => return Err(e).context("recvmmsg"),
+        }
+        let now = monotonic_ps() - epoch;
+        engine.counters_mut().udp_rx_reads += reads.len() as u64;
+        for r in reads.iter() {
+            let data = &sockets.coalesced(r.index)[..r.len];
+            for datagram in data.chunks(r.segment.max(1)) {
+                let Some(b) = engine.alloc() else {
+                    break;
+                };
+                let raw = engine.pool_mut().raw_mut(b);
+                // Longer than a buffer: copy what fits and let the engine count it.
+                let n = datagram.len().min(raw.len());
+                raw[..n].copy_from_slice(&datagram[..n]);
+                let truncated = r.truncated || n < datagram.len();
+                engine.receive_datagram(now, r.from, b, n, truncated);
+            }
+        }
+        engine.pump(now);
+        if reads.len() < GRO_BATCH {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
 }
 
 /// Reads up to [`NATIVE_READS_PER_TURN`] datagrams from local applications; returns
@@ -450,6 +523,7 @@ fn flush(
     engine: &mut Engine,
     outgoing: &mut Vec<Datagram>,
     next_path: &mut usize,
+    gro: &mut TunGro,
 ) {
     while engine.datagrams_pending() > 0 {
         outgoing.clear();
@@ -467,14 +541,50 @@ fn flush(
         }
         let path = *next_path;
         *next_path = (path + 1) % sockets.paths();
-        let refused = sockets.send_all(engine.pool(), outgoing, path);
+        let sent = sockets.send_all(engine.pool(), outgoing, path);
         engine.record_path_bytes(path, bytes);
         let c = engine.counters_mut();
-        c.udp_tx_datagrams += (outgoing.len() - refused) as u64;
-        c.drop_send_error += refused as u64;
+        c.udp_tx_datagrams += (outgoing.len() - sent.refused) as u64;
+        c.udp_tx_messages += sent.messages as u64;
+        c.drop_send_error += sent.refused as u64;
     }
+    if !tun.offload() {
+        while let Some(b) = engine.pop_tun() {
+            let ok = tun.write(engine.pool().inner(b)).is_ok();
+            engine.tun_written(b, ok);
+        }
+        return;
+    }
+    // With offloads, runs of one TCP flow's segments go as one write (gro.rs).
     while let Some(b) = engine.pop_tun() {
-        let ok = tun.write(engine.pool().inner(b)).is_ok();
-        engine.tun_written(b, ok);
+        if gro.coalescer.push(engine.pool().inner(b)) {
+            gro.run.push(b);
+            continue;
+        }
+        write_run(tun, engine, gro);
+        if gro.coalescer.push(engine.pool().inner(b)) {
+            gro.run.push(b);
+        } else {
+            let ok = tun.write(engine.pool().inner(b)).is_ok();
+            engine.tun_written(b, ok);
+        }
+    }
+    write_run(tun, engine, gro);
+}
+
+/// The TUN write coalescer and the buffers of its pending run.
+#[derive(Default)]
+struct TunGro {
+    coalescer: Coalescer,
+    run: Vec<BufId>,
+}
+
+/// Writes the coalescer's pending run, if any, and gives its buffers back.
+fn write_run(tun: &Tun, engine: &mut Engine, gro: &mut TunGro) {
+    if let Some(write) = gro.coalescer.take() {
+        let ok = tun.write_with_header(write).is_ok();
+        for b in gro.run.drain(..) {
+            engine.tun_written(b, ok);
+        }
     }
 }

@@ -56,30 +56,41 @@ fn parse_vnet(b: &[u8]) -> Result<VnetHdr, GsoError> {
 }
 
 /// Folds a 32-bit one's-complement sum into 16 bits.
-fn fold(mut sum: u32) -> u16 {
+pub(crate) fn fold(mut sum: u32) -> u16 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
     sum as u16
 }
 
-/// One's-complement sum of `data` (big-endian 16-bit words), added to `sum`.
-fn sum_words(data: &[u8], mut sum: u32) -> u32 {
-    let mut chunks = data.chunks_exact(2);
-    for w in &mut chunks {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        if sum > 0xffff_0000 {
-            sum = u32::from(fold(sum));
-        }
+/// One's-complement sum of `data` (big-endian 16-bit words), added to `sum`; the
+/// result is folded to 16 bits.
+///
+/// Eight bytes at a time: the one's-complement sum of 32-bit words folds to the same
+/// 16-bit sum (2^16 is 1 modulo 2^16 - 1), and a 64-bit accumulator cannot overflow
+/// on anything shorter than 2^31 words. This is the daemon's hottest loop when it
+/// segments TCP super-packets.
+pub(crate) fn sum_words(data: &[u8], sum: u32) -> u32 {
+    let mut acc = u64::from(sum);
+    let mut blocks = data.chunks_exact(8);
+    for b in &mut blocks {
+        let v = u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        acc += (v >> 32) + (v & 0xffff_ffff);
     }
-    if let [last] = chunks.remainder() {
-        sum += u32::from(*last) << 8;
+    let mut words = blocks.remainder().chunks_exact(2);
+    for w in &mut words {
+        acc += u64::from(u16::from_be_bytes([w[0], w[1]]));
     }
-    sum
+    if let [last] = words.remainder() {
+        acc += u64::from(*last) << 8;
+    }
+    let folded = (acc & 0xffff_ffff) + (acc >> 32);
+    let folded = (folded & 0xffff_ffff) + (folded >> 32);
+    u32::from(fold(folded as u32))
 }
 
 /// Sets the IPv4 header checksum of `ip` (header length `ihl` bytes).
-fn set_ip_checksum(ip: &mut [u8], ihl: usize) {
+pub(crate) fn set_ip_checksum(ip: &mut [u8], ihl: usize) {
     ip[10] = 0;
     ip[11] = 0;
     let c = !fold(sum_words(&ip[..ihl], 0));
@@ -87,7 +98,7 @@ fn set_ip_checksum(ip: &mut [u8], ihl: usize) {
 }
 
 /// Sets the TCP checksum of the IPv4 packet `pkt` (IP header `ihl` bytes long).
-fn set_tcp_checksum(pkt: &mut [u8], ihl: usize) {
+pub(crate) fn set_tcp_checksum(pkt: &mut [u8], ihl: usize) {
     let tcp_len = pkt.len() - ihl;
     let mut sum = sum_words(&pkt[12..20], 0);
     sum += 6 + tcp_len as u32;
@@ -277,6 +288,33 @@ mod tests {
         let mut out = Vec::new();
         segment(&read, 1500, |s| out.push(s.to_vec()), &mut Vec::new()).unwrap();
         assert!(valid(&out[0]));
+    }
+
+    #[test]
+    fn the_wide_checksum_sum_matches_the_word_by_word_definition() {
+        let naive = |data: &[u8], sum: u32| {
+            let mut s = u64::from(sum);
+            for w in data.chunks(2) {
+                s += u64::from(w[0]) << 8 | u64::from(*w.get(1).unwrap_or(&0));
+            }
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s as u32
+        };
+        let data: Vec<u8> = (0..9001u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for len in [0, 1, 2, 7, 8, 9, 15, 16, 17, 1499, 1500, 9001] {
+            for start in [0u32, 6 + 1480, 0xffff, 0x1_fffe] {
+                assert_eq!(
+                    sum_words(&data[..len], start),
+                    naive(&data[..len], start),
+                    "{len}"
+                );
+            }
+        }
+        assert_eq!(sum_words(&[0xff; 64], 0), 0xffff);
     }
 
     #[test]

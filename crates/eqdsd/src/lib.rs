@@ -8,6 +8,7 @@
 //! - [`pool`]: recycled packet buffers;
 //! - [`ipv4`]: the little the daemon reads of inner packets;
 //! - [`gso`]: cutting the TUN device's TCP super-packets into MTU-sized segments;
+//! - [`gro`]: merging in-order TCP segments into super-packets for the TUN device;
 //! - [`engine`]: the protocol state joined to peers and buffers, without I/O;
 //! - [`native`]: the header of the native interface (applications without IP);
 //! - [`counters`] and [`metrics`]: drop reasons and the Prometheus endpoint;
@@ -18,6 +19,7 @@ pub mod config;
 pub mod counters;
 pub mod daemon;
 pub mod engine;
+pub mod gro;
 pub mod gso;
 pub mod ipv4;
 pub mod ipv6;

@@ -247,6 +247,19 @@ impl Tun {
     }
 }
 
+impl Tun {
+    /// Writes `buf` as it is: a virtio-net header and a packet (offloads on only).
+    pub fn write_with_header(&self, buf: &[u8]) -> io::Result<usize> {
+        debug_assert!(self.offload, "a virtio-net header without IFF_VNET_HDR");
+        // SAFETY: `buf` is valid for reads of its length.
+        let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+}
+
 impl AsRawFd for Tun {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

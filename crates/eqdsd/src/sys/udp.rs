@@ -1,8 +1,17 @@
-//! The tunnel's UDP sockets, with batched I/O (recvmmsg, sendmmsg).
+//! The tunnel's UDP sockets, with batched I/O (recvmmsg, sendmmsg) and, where the
+//! kernel has them, UDP segmentation offloads.
 //!
 //! Path spraying is by UDP source port: socket 0 is bound to the listen address, and
 //! each further path gets a socket of its own on an ephemeral port of the same address.
 //! Peers always send to the listen port, so only socket 0 is read.
+//!
+//! With offloads on, a train of equal-sized datagrams to one peer leaves as one
+//! message with `UDP_SEGMENT` (GSO): the kernel carries it through its stack, and over
+//! veth to the peer's socket, as one buffer and cuts it into datagrams only where it
+//! must. The listen socket asks for `UDP_GRO`, so such trains (and datagrams a NIC
+//! merged) arrive as one read of up to 64 KB with the segment size beside it. Per
+//! datagram system-call and stack costs are what limit a userspace tunnel; this is
+//! where they shrink.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
@@ -17,10 +26,53 @@ pub const BATCH: usize = 32;
 /// Kernel socket buffer size asked for: a burst of a few windows from many peers.
 const SOCKET_BUFFER: libc::c_int = 8 << 20;
 
+/// The largest UDP payload of an IPv4 datagram: the bound on a GSO train or a GRO read.
+const MAX_UDP_PAYLOAD: usize = 65_507;
+
+/// Datagrams per GSO message: the kernel's `UDP_MAX_SEGMENTS` before Linux 6.2.
+const GSO_MAX_SEGMENTS: usize = 64;
+
+/// Coalesced reads per recvmmsg with GRO on, each into a buffer of
+/// [`MAX_UDP_PAYLOAD`] bytes.
+pub const GRO_BATCH: usize = 8;
+
+/// Room for one `cmsghdr` with a 4-byte payload (`CMSG_SPACE(4)` on 64-bit Linux),
+/// kept as `u64`s for the header's alignment.
+const CMSG_WORDS: usize = 3;
+
 /// The tunnel's sockets.
 #[derive(Debug)]
 pub struct Sockets {
     socks: Vec<UdpSocket>,
+    /// Trains are sent with `UDP_SEGMENT`.
+    gso: bool,
+    /// Receive buffers for coalesced reads, when the listen socket has `UDP_GRO`.
+    gro: Option<Box<[u8]>>,
+}
+
+/// What became of a batch of datagrams handed to [`Sockets::send_all`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Datagrams the kernel refused.
+    pub refused: usize,
+    /// Messages the others left in.
+    pub messages: usize,
+}
+
+/// One coalesced read (with GRO): datagrams of `segment` bytes, the last possibly
+/// shorter, back to back in [`Sockets::coalesced`]`(index)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Coalesced {
+    /// Which of the [`GRO_BATCH`] receive buffers.
+    pub index: usize,
+    /// The sender.
+    pub from: SocketAddrV4,
+    /// Bytes read.
+    pub len: usize,
+    /// Size of each datagram but the last (`len` when not coalesced).
+    pub segment: usize,
+    /// Longer than the buffer (cannot happen with UDP payloads of at most 64 KB).
+    pub truncated: bool,
 }
 
 /// One received datagram.
@@ -54,6 +106,27 @@ fn set_buffer(fd: libc::c_int, opt: libc::c_int, size: libc::c_int) {
     }
 }
 
+/// Sets an integer socket option; whether the kernel took it.
+fn set_int(fd: libc::c_int, level: libc::c_int, opt: libc::c_int, value: libc::c_int) -> bool {
+    // SAFETY: a setsockopt with an int argument that lives across the call.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+fn from_sockaddr(a: &libc::sockaddr_in) -> SocketAddrV4 {
+    SocketAddrV4::new(
+        Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+        u16::from_be(a.sin_port),
+    )
+}
+
 fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
@@ -66,8 +139,9 @@ fn sockaddr(addr: SocketAddrV4) -> libc::sockaddr_in {
 }
 
 impl Sockets {
-    /// Binds the listen socket and `paths - 1` more, all non-blocking.
-    pub fn bind(listen: SocketAddrV4, paths: u16) -> io::Result<Self> {
+    /// Binds the listen socket and `paths - 1` more, all non-blocking. With `offload`,
+    /// asks for UDP GSO and GRO and uses each the kernel grants.
+    pub fn bind(listen: SocketAddrV4, paths: u16, offload: bool) -> io::Result<Self> {
         let mut socks = Vec::with_capacity(usize::from(paths));
         for i in 0..paths {
             let addr = if i == 0 {
@@ -84,7 +158,102 @@ impl Sockets {
             }
             socks.push(s);
         }
-        Ok(Self { socks })
+        // A zero segment size asks for nothing but tells whether the option exists
+        // (Linux 4.18); GRO came with 5.0.
+        let gso = offload
+            && socks
+                .iter()
+                .all(|s| set_int(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT, 0));
+        let gro = (offload && set_int(socks[0].as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1))
+            .then(|| vec![0u8; GRO_BATCH * MAX_UDP_PAYLOAD].into_boxed_slice());
+        Ok(Self { socks, gso, gro })
+    }
+
+    /// Whether trains leave as GSO messages.
+    pub fn gso(&self) -> bool {
+        self.gso
+    }
+
+    /// Whether reads are coalesced: use [`Sockets::recv_coalesced`], not
+    /// [`Sockets::recv_batch`].
+    pub fn gro(&self) -> bool {
+        self.gro.is_some()
+    }
+
+    /// Receive buffer `index` of the last [`Sockets::recv_coalesced`].
+    pub fn coalesced(&self, index: usize) -> &[u8] {
+        let all = self.gro.as_deref().unwrap_or(&[]);
+        &all[index * MAX_UDP_PAYLOAD..(index + 1) * MAX_UDP_PAYLOAD]
+    }
+
+    /// Receives up to [`GRO_BATCH`] coalesced reads into the GRO buffers and lists them
+    /// in `out`. Returns `WouldBlock` when nothing is waiting.
+    pub fn recv_coalesced(&mut self, out: &mut Vec<Coalesced>) -> io::Result<()> {
+        let fd = self.socks[0].as_raw_fd();
+        let Some(bufs) = self.gro.as_deref_mut() else {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, "UDP GRO is off"));
+        };
+        // SAFETY: all-zero sockaddr_in, iovec, mmsghdr and control words are valid.
+        let mut addrs: [libc::sockaddr_in; GRO_BATCH] = unsafe { std::mem::zeroed() };
+        let mut iovs: [libc::iovec; GRO_BATCH] = unsafe { std::mem::zeroed() };
+        let mut msgs: [libc::mmsghdr; GRO_BATCH] = unsafe { std::mem::zeroed() };
+        let mut cmsgs = [[0u64; CMSG_WORDS]; GRO_BATCH];
+        for (i, chunk) in bufs.chunks_exact_mut(MAX_UDP_PAYLOAD).enumerate() {
+            iovs[i] = libc::iovec {
+                iov_base: chunk.as_mut_ptr().cast(),
+                iov_len: MAX_UDP_PAYLOAD,
+            };
+            let h = &mut msgs[i].msg_hdr;
+            h.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+            h.msg_iov = &mut iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = cmsgs[i].as_mut_ptr().cast();
+            h.msg_controllen = std::mem::size_of_val(&cmsgs[i]);
+        }
+        // SAFETY: every msghdr points at an address, an iovec over its own part of the
+        // GRO buffers and control words, all of this frame or `self` and unborrowed
+        // during the call.
+        let got = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                GRO_BATCH as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        for (i, m) in msgs.iter().enumerate().take(got as usize) {
+            let len = m.msg_len as usize;
+            let mut segment = len;
+            // SAFETY: the kernel filled msg_control up to msg_controllen with whole
+            // cmsghdrs; the CMSG macros walk exactly that, and a UDP_GRO payload is an
+            // int, read unaligned.
+            unsafe {
+                let mut c = libc::CMSG_FIRSTHDR(&m.msg_hdr);
+                while !c.is_null() {
+                    if (*c).cmsg_level == libc::SOL_UDP && (*c).cmsg_type == libc::UDP_GRO {
+                        let size =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>());
+                        if size > 0 {
+                            segment = size as usize;
+                        }
+                    }
+                    c = libc::CMSG_NXTHDR(&m.msg_hdr, c);
+                }
+            }
+            out.push(Coalesced {
+                index: i,
+                from: from_sockaddr(&addrs[i]),
+                len,
+                segment,
+                truncated: m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
+            });
+        }
+        Ok(())
     }
 
     /// The listen socket, for the event loop to register.
@@ -141,13 +310,9 @@ impl Sockets {
             return Err(io::Error::last_os_error());
         }
         for i in 0..got as usize {
-            let a = &addrs[i];
             out.push(Received {
                 buf: bufs[i],
-                from: SocketAddrV4::new(
-                    Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
-                    u16::from_be(a.sin_port),
-                ),
+                from: from_sockaddr(&addrs[i]),
                 len: msgs[i].msg_len as usize,
                 truncated: msgs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
             });
@@ -161,66 +326,116 @@ impl Sockets {
     }
 
     /// Sends `datagrams` (header, then the inner packet of the payload buffer) through
-    /// socket `path`, [`BATCH`] per sendmmsg. Returns how many the kernel refused; they
-    /// are dropped (EQDS recovers DATA by retransmission and credit by pull numbers).
-    pub fn send_all(&self, pool: &Pool, datagrams: &[Datagram], path: usize) -> usize {
-        datagrams
-            .chunks(BATCH)
-            .map(|run| self.send_run(pool, run, path))
-            .sum()
+    /// socket `path`, up to [`GSO_MAX_SEGMENTS`] per sendmmsg. Returns how many the
+    /// kernel refused (they are dropped: EQDS recovers DATA by retransmission and credit
+    /// by pull numbers) and how many messages carried the rest.
+    pub fn send_all(&self, pool: &Pool, datagrams: &[Datagram], path: usize) -> Sent {
+        let mut sent = Sent::default();
+        for run in datagrams.chunks(GSO_MAX_SEGMENTS) {
+            let s = self.send_run(pool, run, path);
+            sent.refused += s.refused;
+            sent.messages += s.messages;
+        }
+        sent
     }
 
-    /// One sendmmsg of at most [`BATCH`] datagrams.
-    fn send_run(&self, pool: &Pool, run: &[Datagram], path: usize) -> usize {
-        let n = run.len();
+    /// One sendmmsg of at most [`GSO_MAX_SEGMENTS`] datagrams. With GSO, each run of
+    /// datagrams to one peer of one size (the run's last may be shorter) is one message.
+    fn send_run(&self, pool: &Pool, run: &[Datagram], path: usize) -> Sent {
+        const N: usize = GSO_MAX_SEGMENTS;
         let sock = &self.socks[path % self.socks.len()];
+        let size = |d: &Datagram| d.header.len() + d.payload.map_or(0, |b| pool.inner(b).len());
         // SAFETY: all-zero sockaddr_in, iovec and mmsghdr are valid values.
-        let mut addrs: [libc::sockaddr_in; BATCH] = unsafe { std::mem::zeroed() };
-        let mut iovs: [[libc::iovec; 2]; BATCH] = unsafe { std::mem::zeroed() };
-        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
-        for (i, d) in run.iter().enumerate() {
-            addrs[i] = sockaddr(d.dst);
-            iovs[i][0] = libc::iovec {
-                iov_base: d.header.as_ptr() as *mut libc::c_void,
-                iov_len: d.header.len(),
-            };
-            let parts = match d.payload {
-                Some(b) => {
+        let mut addrs: [libc::sockaddr_in; N] = unsafe { std::mem::zeroed() };
+        let mut iovs: [libc::iovec; 2 * N] = unsafe { std::mem::zeroed() };
+        let mut msgs: [libc::mmsghdr; N] = unsafe { std::mem::zeroed() };
+        let mut cmsgs = [[0u64; CMSG_WORDS]; N];
+        // Datagrams per message, to count refusals.
+        let mut counts = [0usize; N];
+        let (mut n_msgs, mut n_iovs, mut i) = (0, 0, 0);
+        while i < run.len() {
+            let first = &run[i];
+            let segment = size(first);
+            let iov_start = n_iovs;
+            let (mut k, mut total) = (0, 0);
+            while let Some(d) = run.get(i + k) {
+                let len = size(d);
+                let fits = k == 0
+                    || (self.gso
+                        && d.dst == first.dst
+                        && len <= segment
+                        && total + len <= MAX_UDP_PAYLOAD
+                        // Only the last datagram of a train may be shorter.
+                        && size(&run[i + k - 1]) == segment);
+                if !fits {
+                    break;
+                }
+                iovs[n_iovs] = libc::iovec {
+                    iov_base: d.header.as_ptr() as *mut libc::c_void,
+                    iov_len: d.header.len(),
+                };
+                n_iovs += 1;
+                if let Some(b) = d.payload {
                     let inner = pool.inner(b);
-                    iovs[i][1] = libc::iovec {
+                    iovs[n_iovs] = libc::iovec {
                         iov_base: inner.as_ptr() as *mut libc::c_void,
                         iov_len: inner.len(),
                     };
-                    2
+                    n_iovs += 1;
                 }
-                None => 1,
-            };
-            msgs[i].msg_hdr.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
-            msgs[i].msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
-            msgs[i].msg_hdr.msg_iov = iovs[i].as_mut_ptr();
-            msgs[i].msg_hdr.msg_iovlen = parts;
+                total += len;
+                k += 1;
+            }
+            addrs[n_msgs] = sockaddr(first.dst);
+            let h = &mut msgs[n_msgs].msg_hdr;
+            h.msg_name = (&mut addrs[n_msgs] as *mut libc::sockaddr_in).cast();
+            h.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as u32;
+            h.msg_iov = iovs[iov_start..].as_mut_ptr();
+            h.msg_iovlen = n_iovs - iov_start;
+            if k > 1 {
+                let space = std::mem::size_of_val(&cmsgs[n_msgs]);
+                h.msg_control = cmsgs[n_msgs].as_mut_ptr().cast();
+                h.msg_controllen = space;
+                // SAFETY: the control words are CMSG_SPACE(4) >= CMSG_SPACE(2) bytes,
+                // aligned for cmsghdr; the first header and its u16 payload fit.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(h);
+                    (*c).cmsg_level = libc::SOL_UDP;
+                    (*c).cmsg_type = libc::UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), segment as u16);
+                    h.msg_controllen = libc::CMSG_SPACE(2) as usize;
+                }
+            }
+            counts[n_msgs] = k;
+            n_msgs += 1;
+            i += k;
         }
-        let (mut sent, mut refused) = (0, 0);
-        while sent < n {
-            // SAFETY: the message headers point at addresses, iovecs and buffers that
-            // live across the call and are only read by the kernel.
+        let (mut sent, mut refused, mut failed) = (0, 0, 0);
+        while sent < n_msgs {
+            // SAFETY: the message headers point at addresses, iovecs, control words and
+            // buffers that live across the call and are only read by the kernel.
             let r = unsafe {
                 libc::sendmmsg(
                     sock.as_raw_fd(),
                     msgs[sent..].as_mut_ptr(),
-                    (n - sent) as libc::c_uint,
+                    (n_msgs - sent) as libc::c_uint,
                     libc::MSG_DONTWAIT,
                 )
             };
             if r <= 0 {
-                // The first unsent datagram failed (a full socket buffer, no route):
+                // The first unsent message failed (a full socket buffer, no route):
                 // skip it and go on with the rest.
-                refused += 1;
+                refused += counts[sent];
+                failed += 1;
                 sent += 1;
             } else {
                 sent += r as usize;
             }
         }
-        refused
+        Sent {
+            refused,
+            messages: n_msgs - failed,
+        }
     }
 }
