@@ -182,7 +182,6 @@ pub fn run(config: &Config) -> Result<()> {
     let mut next_path = 0;
     // With offloads a TUN read is up to 64 KB, cut into MTU-sized packets.
     let mut tun_read = vec![0u8; gso::VNET_HDR_LEN + 65_536];
-    let mut segment = Vec::with_capacity(65_536);
     let inner_mtu = config.inner_mtu() as usize;
     let (mut udp_ready, mut tun_ready) = (true, true);
     let mut native_ready = native.is_some();
@@ -242,14 +241,7 @@ pub fn run(config: &Config) -> Result<()> {
             };
         }
         if tun_ready {
-            tun_ready = read_tun(
-                &tun,
-                &mut engine,
-                epoch,
-                inner_mtu,
-                &mut tun_read,
-                &mut segment,
-            )?;
+            tun_ready = read_tun(&tun, &mut engine, epoch, inner_mtu, &mut tun_read)?;
         }
         if native_ready {
             if let Some(n) = native.as_mut() {
@@ -454,7 +446,6 @@ fn read_tun(
     epoch: u64,
     inner_mtu: usize,
     scratch: &mut [u8],
-    segment: &mut Vec<u8>,
 ) -> Result<bool> {
     for _ in 0..TUN_READS_PER_TURN {
         if !tun.offload() {
@@ -481,24 +472,45 @@ fn read_tun(
                 return Ok(false);
             }
         };
-        let now = monotonic_ps() - epoch;
-        let mut emit = |pkt: &[u8]| {
-            let Some(b) = engine.alloc() else {
-                return;
-            };
-            if pkt.len() > inner_mtu {
-                engine.counters_mut().drop_too_large += 1;
-                engine.pool_mut().free(b);
-                return;
-            }
-            engine.pool_mut().raw_mut(b)[INNER..INNER + pkt.len()].copy_from_slice(pkt);
-            engine.handle_tun(now, b, pkt.len());
+        let mut sink = TunSink {
+            engine,
+            now: monotonic_ps() - epoch,
+            inner_mtu,
+            pending: None,
         };
-        if gso::segment(&scratch[..n], inner_mtu, &mut emit, segment).is_err() {
+        if gso::segment(&scratch[..n], inner_mtu, &mut sink).is_err() {
             engine.counters_mut().drop_tun_malformed += 1;
         }
     }
     Ok(true)
+}
+
+/// Lends pool buffers to [`gso::segment`] and hands each packet built in one to the
+/// engine.
+struct TunSink<'a> {
+    engine: &'a mut Engine,
+    now: u64,
+    inner_mtu: usize,
+    /// The buffer lent last, and the length asked for.
+    pending: Option<(BufId, usize)>,
+}
+
+impl gso::SegmentSink for TunSink<'_> {
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        if len > self.inner_mtu {
+            self.engine.counters_mut().drop_too_large += 1;
+            return None;
+        }
+        let b = self.engine.alloc()?;
+        self.pending = Some((b, len));
+        Some(&mut self.engine.pool_mut().raw_mut(b)[INNER..INNER + len])
+    }
+
+    fn commit(&mut self) {
+        if let Some((b, len)) = self.pending.take() {
+            self.engine.handle_tun(self.now, b, len);
+        }
+    }
 }
 
 /// Classifies a TUN read error: `Ok(true)` to retry, `Ok(false)` when nothing is
@@ -579,10 +591,13 @@ struct TunGro {
     run: Vec<BufId>,
 }
 
-/// Writes the coalescer's pending run, if any, and gives its buffers back.
+/// Writes the coalescer's pending run, if any, gathered from its headers and the
+/// payloads in the packet buffers, and gives the buffers back.
 fn write_run(tun: &Tun, engine: &mut Engine, gro: &mut TunGro) {
-    if let Some(write) = gro.coalescer.take() {
-        let ok = tun.write_with_header(write).is_ok();
+    if let Some(run) = gro.coalescer.take() {
+        let pool = engine.pool();
+        let payloads = gro.run.iter().map(|&b| &pool.inner(b)[run.headers..]);
+        let ok = tun.write_gathered(run.header, payloads).is_ok();
         for b in gro.run.drain(..) {
             engine.tun_written(b, ok);
         }

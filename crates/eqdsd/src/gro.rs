@@ -13,6 +13,9 @@
 //! length and options; no flag but ACK and PSH (PSH ends the run); sequence numbers
 //! that follow on; every segment as long as the first but the last, which may be
 //! shorter and then ends the run. Anything else is written as it came.
+//!
+//! The coalescer copies only the first segment's headers: the write is gathered
+//! (`writev`) from them and the payloads where they lie in the packet buffers.
 
 use crate::gso::{fold, set_ip_checksum, sum_words, VNET_HDR_LEN};
 
@@ -22,6 +25,9 @@ const TCP_PSH: u8 = 0x08;
 const TCP_ACK: u8 = 0x10;
 /// The largest IPv4 packet.
 const MAX_IP_LEN: usize = 65_535;
+/// Segments per run at most, so that a gathered write stays within
+/// [`GATHER_MAX`](crate::sys::tun::GATHER_MAX) parts however small they are.
+pub const MAX_SEGMENTS: usize = 64;
 
 /// The fields of a TCP/IPv4 segment that decide whether it can join a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +82,13 @@ fn same_flow(a: &[u8], b: &[u8], headers: usize) -> bool {
 }
 
 /// Builds the coalesced writes: feed it packets in the order they are to be written,
-/// and write what it hands back.
+/// and write what it hands back followed by the payloads of the packets it took.
 #[derive(Debug)]
 pub struct Coalescer {
-    /// Virtio-net header and the super-packet being built.
+    /// Virtio-net header and the headers of the run's first segment.
     buf: Vec<u8>,
+    /// Payload bytes in the run.
+    payload: usize,
     /// The run's first segment.
     first: Option<Segment>,
     /// Segments in the run.
@@ -101,7 +109,8 @@ impl Coalescer {
     /// An empty coalescer.
     pub fn new() -> Self {
         Self {
-            buf: Vec::with_capacity(VNET_HDR_LEN + MAX_IP_LEN),
+            buf: Vec::with_capacity(VNET_HDR_LEN + 120),
+            payload: 0,
             first: None,
             count: 0,
             next_seq: 0,
@@ -125,17 +134,17 @@ impl Coalescer {
             self.start(pkt, seg);
             return true;
         };
-        let run = &self.buf[VNET_HDR_LEN..];
         let joins = !self.closed
+            && self.count < MAX_SEGMENTS
             && seg.headers == first.headers
             && seg.seq == self.next_seq
             && seg.payload <= first.payload
-            && run.len() + seg.payload <= MAX_IP_LEN
-            && same_flow(run, pkt, first.headers);
+            && first.headers + self.payload + seg.payload <= MAX_IP_LEN
+            && same_flow(&self.buf[VNET_HDR_LEN..], pkt, first.headers);
         if !joins {
             return false;
         }
-        self.buf.extend_from_slice(&pkt[seg.headers..]);
+        self.payload += seg.payload;
         self.count += 1;
         self.next_seq = seg.seq.wrapping_add(seg.payload as u32);
         if seg.flags & TCP_PSH != 0 {
@@ -149,27 +158,29 @@ impl Coalescer {
     fn start(&mut self, pkt: &[u8], seg: Segment) {
         self.buf.clear();
         self.buf.extend_from_slice(&[0; VNET_HDR_LEN]);
-        self.buf.extend_from_slice(pkt);
+        self.buf.extend_from_slice(&pkt[..seg.headers]);
+        self.payload = seg.payload;
         self.first = Some(seg);
         self.count = 1;
         self.next_seq = seg.seq.wrapping_add(seg.payload as u32);
         self.closed = seg.flags & TCP_PSH != 0;
     }
 
-    /// The pending run as one write (virtio-net header included), and an empty
-    /// coalescer; `None` if nothing is pending. A run of one is the packet unchanged
-    /// behind an all-zero header.
-    pub fn take(&mut self) -> Option<&[u8]> {
+    /// The pending run's write: a virtio-net header and the super-packet's headers,
+    /// to be followed by the payload (everything after `headers` bytes) of each packet
+    /// the run took, in order; and an empty coalescer. `None` if nothing is pending. A
+    /// run of one is the packet unchanged behind an all-zero header.
+    pub fn take(&mut self) -> Option<Run<'_>> {
         let first = self.first.take()?;
         let count = std::mem::take(&mut self.count);
         if count > 1 {
             let pkt = &mut self.buf[VNET_HDR_LEN..];
-            let total = pkt.len() as u16;
-            pkt[2..4].copy_from_slice(&total.to_be_bytes());
+            let total = first.headers + self.payload;
+            pkt[2..4].copy_from_slice(&(total as u16).to_be_bytes());
             set_ip_checksum(pkt, 20);
             // Partial checksum, as GRO leaves it: the field holds the pseudo-header
             // sum (not complemented), the kernel adds the rest if it ever needs it.
-            let tcp_len = (pkt.len() - 20) as u32;
+            let tcp_len = (total - 20) as u32;
             let pseudo = fold(sum_words(&pkt[12..20], 6 + tcp_len));
             pkt[36..38].copy_from_slice(&pseudo.to_be_bytes());
             let hdr = &mut self.buf[..VNET_HDR_LEN];
@@ -182,8 +193,20 @@ impl Coalescer {
             hdr[8..10].copy_from_slice(&16u16.to_le_bytes());
         }
         self.closed = false;
-        Some(&self.buf)
+        Some(Run {
+            header: &self.buf,
+            headers: first.headers,
+        })
     }
+}
+
+/// A coalesced write, from [`Coalescer::take`].
+#[derive(Debug, Clone, Copy)]
+pub struct Run<'a> {
+    /// The virtio-net header and the IP and TCP headers.
+    pub header: &'a [u8],
+    /// Where each packet's payload starts.
+    pub headers: usize,
 }
 
 #[cfg(test)]
@@ -218,25 +241,37 @@ mod tests {
         p
     }
 
-    /// Coalesces `pkts` as the daemon does and returns the writes.
+    /// Coalesces `pkts` as the daemon does and returns the writes, gathered.
     fn coalesce(pkts: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        fn gather(run: Run, taken: &[&Vec<u8>]) -> Vec<u8> {
+            let mut w = run.header.to_vec();
+            for p in taken {
+                w.extend_from_slice(&p[run.headers..]);
+            }
+            w
+        }
         let mut c = Coalescer::new();
         let mut writes = Vec::new();
+        let mut taken = Vec::new();
         for p in pkts {
             if c.push(p) {
+                taken.push(p);
                 continue;
             }
-            if let Some(w) = c.take() {
-                writes.push(w.to_vec());
+            if let Some(run) = c.take() {
+                writes.push(gather(run, &taken));
             }
-            if !c.push(p) {
+            taken.clear();
+            if c.push(p) {
+                taken.push(p);
+            } else {
                 let mut alone = vec![0u8; VNET_HDR_LEN];
                 alone.extend_from_slice(p);
                 writes.push(alone);
             }
         }
-        if let Some(w) = c.take() {
-            writes.push(w.to_vec());
+        if let Some(run) = c.take() {
+            writes.push(gather(run, &taken));
         }
         writes
     }
@@ -244,9 +279,8 @@ mod tests {
     /// Cuts a write back into segments (at its gso_size) as the kernel would to
     /// forward it, with the daemon's own segmentation of TUN reads.
     fn resegment(write: &[u8]) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut scratch = Vec::new();
-        segment(write, MAX_IP_LEN, |p| out.push(p.to_vec()), &mut scratch).unwrap();
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        segment(write, MAX_IP_LEN, &mut out).unwrap();
         out
     }
 
@@ -316,6 +350,14 @@ mod tests {
             assert!(!c.push(p));
             assert_eq!(c.pending(), 0);
         }
+    }
+
+    #[test]
+    fn a_run_of_small_segments_stops_at_the_segment_limit() {
+        let pkts: Vec<_> = (0..100).map(|i| seg(1, i * 10, 10, 0)).collect();
+        let writes = coalesce(&pkts);
+        assert_eq!(writes.len(), 2);
+        assert_eq!(writes[0].len(), VNET_HDR_LEN + 52 + 10 * MAX_SEGMENTS);
     }
 
     #[test]

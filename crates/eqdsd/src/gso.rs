@@ -108,39 +108,54 @@ pub(crate) fn set_tcp_checksum(pkt: &mut [u8], ihl: usize) {
     pkt[ihl + 16..ihl + 18].copy_from_slice(&c.to_be_bytes());
 }
 
+/// Where [`segment`] puts the packets it makes: each is built straight in a buffer the
+/// sink lends (so a segment is copied once, from the read into its packet buffer).
+pub trait SegmentSink {
+    /// A buffer of exactly `len` bytes for the next packet, or `None` to drop it (the
+    /// sink counts why).
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]>;
+    /// The packet built in the last buffer is complete.
+    fn commit(&mut self);
+}
+
+/// Collects packets as vectors (tests and tools).
+impl SegmentSink for Vec<Vec<u8>> {
+    fn buffer(&mut self, len: usize) -> Option<&mut [u8]> {
+        self.push(vec![0; len]);
+        self.last_mut().map(|v| &mut v[..])
+    }
+    fn commit(&mut self) {}
+}
+
 /// Splits what one TUN read returned (`read`: virtio-net header, then the packet) into
-/// packets of at most `mtu` bytes with valid checksums, calling `emit` with each. A
-/// packet that needs no segmenting is emitted as it is (its checksum completed if the
-/// kernel left it partial).
-pub fn segment(
-    read: &[u8],
-    mtu: usize,
-    mut emit: impl FnMut(&[u8]),
-    scratch: &mut Vec<u8>,
-) -> Result<usize, GsoError> {
+/// packets of at most `mtu` bytes with valid checksums, built in buffers from `sink`.
+/// A packet that needs no segmenting is passed on as it is (its checksum completed if
+/// the kernel left it partial). Returns the number of packets made.
+pub fn segment(read: &[u8], mtu: usize, sink: &mut impl SegmentSink) -> Result<usize, GsoError> {
     let vnet = parse_vnet(read)?;
     let pkt = &read[VNET_HDR_LEN..];
     match vnet.gso_type & !GSO_ECN {
         GSO_NONE => {
-            if vnet.flags & NEEDS_CSUM != 0 {
-                let start = usize::from(vnet.csum_start);
-                let at = start + usize::from(vnet.csum_offset);
-                if at + 2 > pkt.len() {
-                    return Err(GsoError::Malformed);
-                }
-                scratch.clear();
-                scratch.extend_from_slice(pkt);
+            let partial = vnet.flags & NEEDS_CSUM != 0;
+            let start = usize::from(vnet.csum_start);
+            let at = start + usize::from(vnet.csum_offset);
+            if partial && at + 2 > pkt.len() {
+                return Err(GsoError::Malformed);
+            }
+            let Some(out) = sink.buffer(pkt.len()) else {
+                return Ok(0);
+            };
+            out.copy_from_slice(pkt);
+            if partial {
                 // The field holds the pseudo-header sum; the sum over everything from
                 // csum_start, field included, completes it.
-                let c = !fold(sum_words(&scratch[start..], 0));
-                scratch[at..at + 2].copy_from_slice(&c.to_be_bytes());
-                emit(scratch);
-            } else {
-                emit(pkt);
+                let c = !fold(sum_words(&out[start..], 0));
+                out[at..at + 2].copy_from_slice(&c.to_be_bytes());
             }
+            sink.commit();
             Ok(1)
         }
-        GSO_TCPV4 => segment_tcp4(pkt, usize::from(vnet.gso_size), mtu, emit, scratch),
+        GSO_TCPV4 => segment_tcp4(pkt, usize::from(vnet.gso_size), mtu, sink),
         _ => Err(GsoError::Unsupported),
     }
 }
@@ -149,8 +164,7 @@ fn segment_tcp4(
     pkt: &[u8],
     gso_size: usize,
     mtu: usize,
-    mut emit: impl FnMut(&[u8]),
-    scratch: &mut Vec<u8>,
+    sink: &mut impl SegmentSink,
 ) -> Result<usize, GsoError> {
     if pkt.len() < 40 || pkt[0] >> 4 != 4 || pkt[9] != 6 {
         return Err(GsoError::Malformed);
@@ -173,14 +187,16 @@ fn segment_tcp4(
     let count = payload.len().div_ceil(seg).max(1);
     for i in 0..count {
         let chunk = &payload[(i * seg).min(payload.len())..((i + 1) * seg).min(payload.len())];
-        scratch.clear();
-        scratch.extend_from_slice(&pkt[..hdrs]);
-        scratch.extend_from_slice(chunk);
-        let total = scratch.len() as u16;
-        scratch[2..4].copy_from_slice(&total.to_be_bytes());
-        scratch[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
+        let Some(out) = sink.buffer(hdrs + chunk.len()) else {
+            continue;
+        };
+        out[..hdrs].copy_from_slice(&pkt[..hdrs]);
+        out[hdrs..].copy_from_slice(chunk);
+        let total = out.len() as u16;
+        out[2..4].copy_from_slice(&total.to_be_bytes());
+        out[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
         let seq = seq0.wrapping_add((i * seg) as u32);
-        scratch[ihl + 4..ihl + 8].copy_from_slice(&seq.to_be_bytes());
+        out[ihl + 4..ihl + 8].copy_from_slice(&seq.to_be_bytes());
         let mut f = flags;
         if i + 1 < count {
             f &= !(TCP_FIN | TCP_PSH);
@@ -188,10 +204,10 @@ fn segment_tcp4(
         if i > 0 {
             f &= !TCP_CWR;
         }
-        scratch[ihl + 13] = f;
-        set_ip_checksum(scratch, ihl);
-        set_tcp_checksum(scratch, ihl);
-        emit(scratch);
+        out[ihl + 13] = f;
+        set_ip_checksum(out, ihl);
+        set_tcp_checksum(out, ihl);
+        sink.commit();
     }
     Ok(count)
 }
@@ -247,7 +263,7 @@ mod tests {
         let mut read = vnet(GSO_TCPV4 | GSO_ECN, 1400, NEEDS_CSUM, 20, 16);
         read.extend_from_slice(&sup);
         let mut segs: Vec<Vec<u8>> = Vec::new();
-        let n = segment(&read, 1456, |s| segs.push(s.to_vec()), &mut Vec::new()).unwrap();
+        let n = segment(&read, 1456, &mut segs).unwrap();
         assert_eq!(n, 8);
         let mut joined = Vec::new();
         for (i, s) in segs.iter().enumerate() {
@@ -270,8 +286,9 @@ mod tests {
         let payload = vec![1u8; 5000];
         let mut read = vnet(GSO_TCPV4, 4000, NEEDS_CSUM, 20, 16);
         read.extend_from_slice(&tcp_packet(&payload, 0x10, 1));
-        let mut sizes = Vec::new();
-        segment(&read, 1000, |s| sizes.push(s.len()), &mut Vec::new()).unwrap();
+        let mut segs: Vec<Vec<u8>> = Vec::new();
+        segment(&read, 1000, &mut segs).unwrap();
+        let sizes: Vec<usize> = segs.iter().map(Vec::len).collect();
         assert!(sizes.iter().all(|&l| l <= 1000), "{sizes:?}");
         assert_eq!(sizes.iter().map(|l| l - 40).sum::<usize>(), 5000);
     }
@@ -285,8 +302,8 @@ mod tests {
         p[36..38].copy_from_slice(&fold(pseudo).to_be_bytes());
         let mut read = vnet(GSO_NONE, 0, NEEDS_CSUM, 20, 16);
         read.extend_from_slice(&p);
-        let mut out = Vec::new();
-        segment(&read, 1500, |s| out.push(s.to_vec()), &mut Vec::new()).unwrap();
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        segment(&read, 1500, &mut out).unwrap();
         assert!(valid(&out[0]));
     }
 
@@ -319,28 +336,16 @@ mod tests {
 
     #[test]
     fn bad_input_is_an_error() {
-        let mut s = Vec::new();
-        assert_eq!(
-            segment(&[0; 5], 1500, |_| {}, &mut s),
-            Err(GsoError::Malformed)
-        );
+        let mut s: Vec<Vec<u8>> = Vec::new();
+        assert_eq!(segment(&[0; 5], 1500, &mut s), Err(GsoError::Malformed));
         let mut read = vnet(GSO_TCPV4, 1400, 0, 0, 0);
         read.extend_from_slice(&[0x45; 30]);
-        assert_eq!(
-            segment(&read, 1500, |_| {}, &mut s),
-            Err(GsoError::Malformed)
-        );
+        assert_eq!(segment(&read, 1500, &mut s), Err(GsoError::Malformed));
         let mut udp = vnet(5, 1400, 0, 0, 0);
         udp.extend_from_slice(&[0; 60]);
-        assert_eq!(
-            segment(&udp, 1500, |_| {}, &mut s),
-            Err(GsoError::Unsupported)
-        );
+        assert_eq!(segment(&udp, 1500, &mut s), Err(GsoError::Unsupported));
         let mut far = vnet(GSO_NONE, 0, NEEDS_CSUM, 200, 16);
         far.extend_from_slice(&[0x45; 60]);
-        assert_eq!(
-            segment(&far, 1500, |_| {}, &mut s),
-            Err(GsoError::Malformed)
-        );
+        assert_eq!(segment(&far, 1500, &mut s), Err(GsoError::Malformed));
     }
 }

@@ -247,16 +247,47 @@ impl Tun {
     }
 }
 
+/// Most payload parts of one gathered write (the coalescer's run limit).
+pub const GATHER_MAX: usize = crate::gro::MAX_SEGMENTS;
+
 impl Tun {
-    /// Writes `buf` as it is: a virtio-net header and a packet (offloads on only).
-    pub fn write_with_header(&self, buf: &[u8]) -> io::Result<usize> {
+    /// Writes one packet gathered from `header` (a virtio-net header and the packet's
+    /// headers) and `parts` (offloads on only). At most [`GATHER_MAX`] parts.
+    pub fn write_gathered<'a>(
+        &self,
+        header: &[u8],
+        parts: impl Iterator<Item = &'a [u8]>,
+    ) -> io::Result<usize> {
         debug_assert!(self.offload, "a virtio-net header without IFF_VNET_HDR");
-        // SAFETY: `buf` is valid for reads of its length.
-        let n = unsafe { libc::write(self.fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; GATHER_MAX + 1];
+        iov[0] = libc::iovec {
+            iov_base: header.as_ptr() as *mut libc::c_void,
+            iov_len: header.len(),
+        };
+        let mut n = 1;
+        for part in parts {
+            if n > GATHER_MAX {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "too many parts",
+                ));
+            }
+            iov[n] = libc::iovec {
+                iov_base: part.as_ptr() as *mut libc::c_void,
+                iov_len: part.len(),
+            };
+            n += 1;
+        }
+        // SAFETY: the first `n` iovecs point at buffers valid for reads of their
+        // lengths for the duration of the call.
+        let w = unsafe { libc::writev(self.fd.as_raw_fd(), iov.as_ptr(), n as i32) };
+        if w < 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(n as usize)
+        Ok(w as usize)
     }
 }
 
