@@ -46,6 +46,8 @@ from eqds_lab.testbed import Bed, Daemons, inner
 
 HERE = Path(__file__).resolve().parent
 RATE_MBPS = 200
+#: The UDP-against-TCP case runs slower (see udp_share).
+UDP_RATE_MBPS = 100
 SECONDS = 8
 
 
@@ -84,9 +86,13 @@ class Setup:
         return inner(host) if self.eqdsd else self.bed.host(host)["address"]
 
     def flows(
-        self, pairs: list[tuple[int, int]], udp: set[int] = frozenset()
+        self,
+        pairs: list[tuple[int, int]],
+        udp: set[int] = frozenset(),
+        udp_mbps: int = 250,
     ) -> list[dict]:
-        """One iperf3 flow per (src, dst) pair, all at once; their JSON reports."""
+        """One iperf3 flow per (src, dst) pair, all at once; their JSON reports. The
+        flows numbered in `udp` are unresponsive UDP at `udp_mbps`."""
         for k, (_, dst) in enumerate(pairs):
             self.bed.iperf3_server(
                 dst, 5201 + k, addr=self.addr(dst), realtime=k in udp
@@ -95,7 +101,9 @@ class Setup:
             futures = []
             for k, (src, dst) in enumerate(pairs):
                 extra = (
-                    ("-u", "-b", "250M", "-l", "1400") if k in udp else ("-C", "cubic")
+                    ("-u", "-b", f"{udp_mbps}M", "-l", "1400")
+                    if k in udp
+                    else ("-C", "cubic")
                 )
                 extra += ("--get-server-output",)
                 futures.append(
@@ -174,13 +182,25 @@ def incast(eqdsd: bool, queue: int) -> dict:
 
 
 def udp_share(eqdsd: bool, eqds: str = "") -> dict:
-    s = Setup(6, eqdsd, "--rate", "200mbit", "--queue", "15", eqds=eqds)
+    # At 100 Mbit/s, not 200: sixteen processes (six daemons, five senders at 2.5x
+    # their share, five receivers) share two cores here, and at 200 Mbit/s the
+    # real-time UDP blaster kept the TCP senders off them, so the blaster's tunnel
+    # took the credit TCP could not use (a share of 0.29-0.45 over several sessions).
+    # At 100 Mbit/s nothing waits for a core and the five tunnels share exactly.
+    s = Setup(
+        6, eqdsd, "--rate", f"{UDP_RATE_MBPS}mbit", "--queue", "15",
+        daemon_rate=f"{UDP_RATE_MBPS}mbit", eqds=eqds,
+    )  # fmt: skip
     try:
-        results = s.flows([(h, 6) for h in range(1, 6)], udp={4})
+        # 1.25x the link rate, as at 200 Mbit/s: far more starves iperf3's own
+        # control connection behind the flood without eqdsd.
+        blaster = UDP_RATE_MBPS * 5 // 4
+        results = s.flows([(h, 6) for h in range(1, 6)], udp={4}, udp_mbps=blaster)
         rates = [mid_rate(r) for r in results]
         return {
             "tcp_mbps": [round(r, 1) for r in rates[:4]],
             "udp_mbps": round(rates[4], 1),
+            "udp_share_of_tc_rate": round(rates[4] / UDP_RATE_MBPS, 3),
         }
     finally:
         s.close()
@@ -218,8 +238,12 @@ def main() -> int:
         m[f"incast_{key}_q15"] = incast(eqdsd, 15)
         print(f"[{key}] UDP against TCP", file=sys.stderr)
         m[f"udp_{key}"] = udp_share(eqdsd)
-        print(f"[{key}] two paths", file=sys.stderr)
-        m[f"two_paths_{key}_mbps"] = round(two_paths(eqdsd), 1)
+        print(f"[{key}] two paths, three runs", file=sys.stderr)
+        # Three runs, as for one flow: a single one ranged from 0.95x to 1.64x of one
+        # path with the same build, as the two cores allowed.
+        paths_runs = [round(two_paths(eqdsd), 1) for _ in range(3)]
+        m[f"two_paths_{key}_runs_mbps"] = paths_runs
+        m[f"two_paths_{key}_mbps"] = statistics.median(paths_runs)
     print("[plain] incast, 1000-packet queue", file=sys.stderr)
     m["incast_plain_q1000"] = incast(False, 1000)
 
@@ -244,7 +268,7 @@ def main() -> int:
         Quantity(
             "UDP share against 4 TCP through eqdsd",
             0.2,
-            m["udp_eqdsd"]["udp_mbps"] / 200,
+            m["udp_eqdsd"]["udp_share_of_tc_rate"],
             0.05,
         ),
         Quantity(
@@ -264,7 +288,8 @@ def main() -> int:
     ok = write_result(
         args.results,
         "Issue 6 acceptance (EQDS NSDI'22 testbed claims, on namespaces)",
-        "Namespaces behind one router, 200 Mbit/s tc htb links, 15-packet pfifo bottleneck "
+        "Namespaces behind one router, 200 Mbit/s tc htb links (100 for UDP against TCP "
+        "and per path for two paths), 15-packet pfifo bottleneck "
         "(1000 for the deep case), Cubic, iperf3 8 s (rates over seconds 2-7), eqdsd in RTS "
         "mode with link_rate 200mbit and 32 source ports; two cores shared by everything.",
         quantities,

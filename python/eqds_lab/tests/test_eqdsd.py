@@ -50,12 +50,12 @@ def daemons(testbed: Bed, tmp_path: Path) -> Iterator[Daemons]:
         d.stop_all()
 
 
-def star(testbed: Bed, daemons: Daemons, hosts: int, with_daemons) -> None:
-    """A 200 Mbit/s star of `hosts` hosts with 15-packet bottleneck queues, and a
-    daemon (link rate 200 Mbit/s) on each host of `with_daemons`."""
-    testbed.up("--hosts", str(hosts), "--rate", "200mbit", "--queue", "15")
+def star(testbed: Bed, daemons: Daemons, hosts: int, with_daemons, mbps: int = 200) -> None:
+    """An `mbps` star of `hosts` hosts with 15-packet bottleneck queues, and a daemon
+    (link rate `mbps`) on each host of `with_daemons`."""
+    testbed.up("--hosts", str(hosts), "--rate", f"{mbps}mbit", "--queue", "15")
     for h in with_daemons:
-        daemons.start(h, "200mbit")
+        daemons.start(h, f"{mbps}mbit")
 
 
 def cubic_jobs(testbed: Bed, senders: range, dst: int, seconds: int) -> list:
@@ -104,24 +104,25 @@ def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
 
 
 def test_a_udp_blaster_gets_only_its_share(testbed: Bed, daemons: Daemons) -> None:
-    star(testbed, daemons, 6, range(1, 7))
+    # 100 Mbit/s: at 200 the sixteen processes wait for the two cores, and the
+    # real-time blaster's tunnel takes the credit the TCP senders cannot use.
+    star(testbed, daemons, 6, range(1, 7), mbps=100)
     for s in range(1, 6):
         testbed.iperf3_server(6, 5200 + s, addr=inner(6), realtime=True)
     jobs = cubic_jobs(testbed, range(1, 5), 6, seconds=6)
-    udp = ("-u", "-b", "250M", "-l", "1400")
+    udp = ("-u", "-b", "125M", "-l", "1400")
     jobs.append(
         partial(testbed.iperf3_client, 5, 6, 5205, *udp, seconds=6, addr=inner(6), realtime=True)
     )
     shares = shares_while_all_run(testbed, daemons, 6, jobs, seconds=6)
     tcp_mbps = [shares[s] for s in range(1, 5)]
     udp_mbps = shares[5]
-    # Five senders, one receiver: a fair share is 40 Mbit/s each. Without eqdsd UDP
-    # takes 134-145 of the 200 (experiments/eqdsd-testbed). With it, on two shared
-    # cores, UDP still gets 1.5-7x a TCP flow (issue 6 asks for 1x; the note says why
-    # not yet): the bounds catch UDP taking the link, UDP starving and TCP starving.
-    assert udp_mbps <= 0.65 * 200, f"UDP took {udp_mbps:.1f} Mbit/s; TCP {tcp_mbps}"
-    assert udp_mbps >= 0.08 * 200, f"UDP starved: {udp_mbps:.1f} Mbit/s; TCP {tcp_mbps}"
-    assert min(tcp_mbps) >= 0.05 * 200, f"a TCP flow starved: {tcp_mbps}, UDP {udp_mbps}"
+    # Five senders, one receiver: a fair share is 20 Mbit/s each. Without eqdsd UDP
+    # takes most of the link (experiments/eqdsd-testbed); with it the five shares
+    # measured 18.0-19.0 Mbit/s. The bounds leave room for a loaded machine.
+    assert udp_mbps <= 0.3 * 100, f"UDP took {udp_mbps:.1f} Mbit/s; TCP {tcp_mbps}"
+    assert udp_mbps >= 0.1 * 100, f"UDP starved: {udp_mbps:.1f} Mbit/s; TCP {tcp_mbps}"
+    assert min(tcp_mbps) >= 0.1 * 100, f"a TCP flow starved: {tcp_mbps}, UDP {udp_mbps}"
 
 
 def test_garbage_truncated_and_spoofed_packets_only_move_counters(
@@ -266,6 +267,33 @@ def test_one_percent_loss_on_the_path_still_delivers_everything(
     assert "packets 0 " not in dropped, f"the loss rule never fired:\n{dropped}"
     retransmits = daemons.metrics(1)['eqdsd_tunnel_tx_retransmits_total{peer="10.77.2.1"}']
     assert retransmits > 0
+
+
+def test_offloads_carry_tcp_intact_in_trains_and_merged_writes(
+    testbed: Bed, daemons: Daemons
+) -> None:
+    """TUN offloads (TSO reads cut by the daemon, merged TUN writes) and UDP offloads
+    (GSO trains, GRO reads) on both daemons: a TCP transfer arrives byte for byte, and
+    the counters show trains sent and merged writes. (The router cuts the trains up,
+    so reads are not coalesced here; on a bare veth pair they are: BENCHMARKS.md.)"""
+    testbed.up("--hosts", "2", "--rate", "1gbit", "--queue", "1000")
+    for h in (1, 2):
+        daemons.start(h, "1gbit", tunnel="offload = true", udp_offload=True)
+    size = 60 << 20
+    count, digest = transfer(testbed, size)
+    assert (count, digest) == (size, expected_digest(size))
+    m1, m2 = daemons.metrics(1), daemons.metrics(2)
+    sent, messages = m1["eqdsd_udp_tx_datagrams_total"], m1["eqdsd_udp_tx_messages_total"]
+    assert messages < 0.5 * sent, f"no GSO trains: {messages} messages for {sent} datagrams"
+    assert m2["eqdsd_udp_rx_reads_total"] <= m2["eqdsd_udp_rx_datagrams_total"]
+    # The data crossed as about 45,000 MTU-sized segments; the receiving daemon's TUN
+    # packets count each segment, but the kernel saw far fewer (merged) writes, which
+    # shows as far fewer ACKs coming back into h2's daemon from its TCP.
+    assert m2["eqdsd_tun_tx_packets_total"] >= size // 1456
+    assert m2["eqdsd_tun_rx_packets_total"] < 0.25 * m2["eqdsd_tun_tx_packets_total"]
+    for m in (m1, m2):
+        assert m['eqdsd_drops_total{reason="tun_malformed"}'] == 0, m
+        assert m['eqdsd_drops_total{reason="tun_write_error"}'] == 0, m
 
 
 def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Daemons) -> None:

@@ -143,16 +143,27 @@ def inner(index: int) -> str:
 
 
 def config_text(
-    index: int, rate: str, extra: str = "", tunnel: str = "", interface: str = "", peers: str = ""
+    index: int,
+    rate: str,
+    extra: str = "",
+    tunnel: str = "",
+    interface: str = "",
+    peers: str = "",
+    udp_offload: bool = False,
 ) -> str:
     """Host `index`'s configuration; `extra` goes into [eqds], `tunnel` into [tunnel],
-    `interface` into [interface], and `peers` ([[peer]] tables) after the peer range."""
+    `interface` into [interface], and `peers` ([[peer]] tables) after the peer range.
+
+    UDP offloads are off unless asked for, so that the routers' queues see what a
+    switch would, one datagram at a time: a GSO train may be carried whole as far as
+    a queue that limits packets, not segments."""
     return f"""
 [interface]
 address = "{inner(index)}/16"
 {interface}
 [tunnel]
 listen = "10.77.{index}.1:7700"
+udp_offload = {str(udp_offload).lower()}
 {tunnel}
 [eqds]
 link_rate = "{rate}"
@@ -182,9 +193,10 @@ class Daemons:
         tunnel: str = "",
         interface: str = "",
         peers: str = "",
+        udp_offload: bool = False,
     ) -> None:
         cfg = self.workdir / f"h{index}.toml"
-        cfg.write_text(config_text(index, rate, extra, tunnel, interface, peers))
+        cfg.write_text(config_text(index, rate, extra, tunnel, interface, peers, udp_offload))
         log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
         ns = self.bed.host(index)["netns"]
         self.procs[index] = subprocess.Popen(
