@@ -176,10 +176,12 @@ pub fn run(config: &Config) -> Result<()> {
     let mut rx_bufs: Vec<BufId> = Vec::with_capacity(BATCH);
     let mut received: Vec<Received> = Vec::with_capacity(BATCH);
     let mut coalesced: Vec<Coalesced> = Vec::with_capacity(GRO_BATCH);
-    let mut gro = TunGro::default();
-    let mut outgoing: Vec<Datagram> = Vec::with_capacity(4 * BATCH);
+    let mut out = Output {
+        outgoing: Vec::with_capacity(4 * BATCH),
+        next_path: 0,
+        gro: TunGro::default(),
+    };
     let mut text = String::new();
-    let mut next_path = 0;
     // With offloads a TUN read is up to 64 KB, cut into MTU-sized packets.
     let mut tun_read = vec![0u8; gso::VNET_HDR_LEN + 65_536];
     let inner_mtu = config.inner_mtu() as usize;
@@ -217,15 +219,7 @@ pub fn run(config: &Config) -> Result<()> {
                 }
                 SIGNALS if signals.pending().next().is_some() => {
                     engine.close_all(monotonic_ps() - epoch);
-                    flush(
-                        &sockets,
-                        &tun,
-                        &mut engine,
-                        &mut outgoing,
-                        &mut next_path,
-                        &mut gro,
-                    );
-                    flush_native(native.as_mut(), &mut engine);
+                    out.flush(&sockets, &tun, &mut engine, native.as_mut());
                     eprintln!("eqdsd: terminating; counters: {:?}", engine.counters());
                     return Ok(());
                 }
@@ -252,15 +246,7 @@ pub fn run(config: &Config) -> Result<()> {
         if engine.poll_timeout().is_some_and(|t| t <= now) {
             engine.handle_timeout(now);
         }
-        flush(
-            &sockets,
-            &tun,
-            &mut engine,
-            &mut outgoing,
-            &mut next_path,
-            &mut gro,
-        );
-        flush_native(native.as_mut(), &mut engine);
+        out.flush(&sockets, &tun, &mut engine, native.as_mut());
 
         let due = engine.poll_timeout();
         let now = monotonic_ps() - epoch;
@@ -523,13 +509,41 @@ fn tun_read_error(e: io::Error) -> Result<bool> {
     }
 }
 
+/// What the event loop keeps between flushes: the datagram batch, the path (source
+/// socket) the next batch leaves by, and the TUN write coalescer.
+struct Output {
+    outgoing: Vec<Datagram>,
+    next_path: usize,
+    gro: TunGro,
+}
+
+impl Output {
+    /// Hands everything the engine released to the network, the TUN device and the
+    /// native application.
+    fn flush(
+        &mut self,
+        sockets: &Sockets,
+        tun: &Tun,
+        engine: &mut Engine,
+        native: Option<&mut NativeIo>,
+    ) {
+        let Self {
+            outgoing,
+            next_path,
+            gro,
+        } = self;
+        flush_network(sockets, tun, engine, outgoing, next_path, gro);
+        flush_native(native, engine);
+    }
+}
+
 /// Sends every datagram and writes every inner packet the engine has released.
 ///
 /// All datagrams of one flush leave through one socket, and the next flush uses the
 /// next: spraying moves from packet to packet train. Sending each packet from its own
 /// path id's socket would cost one system call per datagram, the dearest thing the
 /// daemon does; trains of a few packets spread over the paths as well.
-fn flush(
+fn flush_network(
     sockets: &Sockets,
     tun: &Tun,
     engine: &mut Engine,

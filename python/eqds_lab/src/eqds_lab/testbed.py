@@ -185,18 +185,11 @@ class Daemons:
         self.workdir = workdir
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
-    def start(
-        self,
-        index: int,
-        rate: str,
-        extra: str = "",
-        tunnel: str = "",
-        interface: str = "",
-        peers: str = "",
-        udp_offload: bool = False,
-    ) -> None:
+    def start(self, index: int, rate: str, **sections: str | bool) -> None:
+        """Starts host `index`'s daemon with link rate `rate`; `sections` are
+        [`config_text`]'s keyword arguments."""
         cfg = self.workdir / f"h{index}.toml"
-        cfg.write_text(config_text(index, rate, extra, tunnel, interface, peers, udp_offload))
+        cfg.write_text(config_text(index, rate, **sections))
         log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
         ns = self.bed.host(index)["netns"]
         self.procs[index] = subprocess.Popen(
