@@ -2,10 +2,11 @@
 """TCP through eqdsd, through wireguard-go and on the bare path, over one veth pair
 between two network namespaces, without a rate limit, measured in the same run.
 
-For each MTU (1500 and 9000) and each of plain veth, eqdsd and wireguard-go: one iperf3
-TCP flow (Cubic) for --seconds, the machine's CPU time over the run (from /proc/stat,
-all cores: the daemons, the kernel's network stack and iperf3 together) per Gbit
-carried, and ping RTT idle and during the flow. Needs root, iproute2, iperf3, ping;
+For each MTU (1500 and 9000) and each of plain veth, eqdsd (sleeping between packets,
+and busy polling), and wireguard-go: one iperf3 TCP flow (Cubic) for --seconds, the
+machine's CPU time over the run (from /proc/stat, all cores: the daemons, the kernel's
+network stack and iperf3 together) per Gbit carried, and ping RTT idle and during the
+flow. Needs root, iproute2, iperf3, ping;
 wireguard-go as `wireguard` (--wireguard PATH) and `wg` (Debian's wireguard-tools).
 
 Usage: python3 scripts/bench_tunnels.py [--seconds 8] [--wireguard PATH] [--json FILE]
@@ -28,7 +29,9 @@ EQDSD = ROOT / "target" / "release" / "eqdsd"
 A, B = "bt-a", "bt-b"
 
 
-def sh(*cmd: str, check: bool = True, timeout: float = 60, input: str | None = None) -> str:
+def sh(
+    *cmd: str, check: bool = True, timeout: float = 60, input: str | None = None
+) -> str:
     r = subprocess.run(
         cmd, check=False, capture_output=True, text=True, timeout=timeout, input=input
     )
@@ -53,7 +56,21 @@ def up(mtu: int) -> None:
     for n in (A, B):
         sh("ip", "netns", "add", n)
         ns(n, "ip", "link", "set", "lo", "up")
-    sh("ip", "link", "add", "va", "netns", A, "type", "veth", "peer", "name", "vb", "netns", B)
+    sh(
+        "ip",
+        "link",
+        "add",
+        "va",
+        "netns",
+        A,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "vb",
+        "netns",
+        B,
+    )
     for n, dev, addr in ((A, "va", "10.99.0.1/24"), (B, "vb", "10.99.0.2/24")):
         ns(n, "ip", "addr", "add", addr, "dev", dev)
         ns(n, "ip", "link", "set", dev, "mtu", str(mtu), "up")
@@ -83,7 +100,20 @@ def measure(dst: str, seconds: int) -> dict:
     idle = ping(dst, 50)
     cpu0, t0 = cpu_busy_seconds(), time.monotonic()
     client = subprocess.Popen(
-        ["ip", "netns", "exec", A, "iperf3", "-c", dst, "-t", str(seconds), "-C", "cubic", "-J"],
+        [
+            "ip",
+            "netns",
+            "exec",
+            A,
+            "iperf3",
+            "-c",
+            dst,
+            "-t",
+            str(seconds),
+            "-C",
+            "cubic",
+            "-J",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -105,7 +135,9 @@ def measure(dst: str, seconds: int) -> dict:
     }
 
 
-def start_eqdsd(tmp: Path, mtu: int) -> list[subprocess.Popen]:
+def start_eqdsd(tmp: Path, mtu: int, busy_poll: bool = False) -> list[subprocess.Popen]:
+    """Both daemons; with `busy_poll` they never sleep and run at ordinary priority
+    (two real-time spinners would keep everything else off the two cores)."""
     procs = []
     for n, me, peer in ((A, 1, 2), (B, 2, 1)):
         cfg = tmp / f"{n}.toml"
@@ -119,6 +151,7 @@ mtu = {mtu}
 # TUN offloads: TCP hands over 64 KB super-packets and takes merged ones back; with
 # UDP GSO/GRO (on by default) a burst crosses the kernel as one buffer.
 offload = true
+busy_poll = {str(busy_poll).lower()}
 [eqds]
 # No link to pace for: PULLs as fast as the loop turns, many per turn, and a window
 # for the credit loop's RTT under load.
@@ -139,7 +172,9 @@ allowed_ips = ["10.98.0.{peer}/32"]
         log = open(tmp / f"{n}.log", "w")  # noqa: SIM115 (owned by Popen)
         procs.append(
             subprocess.Popen(
-                ["ip", "netns", "exec", n, "chrt", "-f", "10", str(EQDSD), "--config", str(cfg)],
+                ["ip", "netns", "exec", n]
+                + ([] if busy_poll else ["chrt", "-f", "10"])
+                + [str(EQDSD), "--config", str(cfg)],
                 stdout=log,
                 stderr=log,
             )
@@ -186,6 +221,11 @@ def main() -> None:
                 results[f"plain/{mtu}"] = measure("10.99.0.2", args.seconds)
                 procs = start_eqdsd(tmp, mtu)
                 results[f"eqdsd/{mtu}"] = measure("10.98.0.2", args.seconds)
+                for p in procs:
+                    p.terminate()
+                    p.wait(timeout=10)
+                procs = start_eqdsd(tmp, mtu, busy_poll=True)
+                results[f"eqdsd busy-poll/{mtu}"] = measure("10.98.0.2", args.seconds)
                 for p in procs:
                     p.terminate()
                     p.wait(timeout=10)

@@ -86,6 +86,8 @@ struct TunnelSection {
     offload: bool,
     #[serde(default = "default_udp_offload")]
     udp_offload: bool,
+    #[serde(default)]
+    busy_poll: bool,
 }
 
 fn default_offload() -> bool {
@@ -299,6 +301,9 @@ pub struct Config {
     /// UDP offloads: trains sent as GSO messages, coalesced reads (GRO), each where
     /// the kernel has it.
     pub udp_offload: bool,
+    /// Never sleep: poll the sockets and the TUN device in a loop, as a DPDK
+    /// dataplane does, for the latency of a daemon that is always awake.
+    pub busy_poll: bool,
     /// First-RTT mode.
     pub mode: Mode,
     /// Receiving access link rate, bits per second: PULLs are paced at it.
@@ -569,6 +574,7 @@ impl Config {
             link_overhead: f.tunnel.link_overhead,
             offload: f.tunnel.offload,
             udp_offload: f.tunnel.udp_offload,
+            busy_poll: f.tunnel.busy_poll,
             mode,
             link_rate_bps,
             window_packets: e.window,

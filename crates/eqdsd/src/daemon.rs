@@ -250,7 +250,9 @@ pub fn run(config: &Config) -> Result<()> {
 
         let due = engine.poll_timeout();
         let now = monotonic_ps() - epoch;
-        busy = udp_ready || tun_ready || native_ready;
+        // With busy polling the loop never sleeps, so timers are simply checked on
+        // every turn.
+        busy = udp_ready || tun_ready || native_ready || config.busy_poll;
         if let (Some(t), false) = (due, busy) {
             timer.arm(epoch + t.max(now + granularity))?;
         }

@@ -296,6 +296,19 @@ def test_offloads_carry_tcp_intact_in_trains_and_merged_writes(
         assert m['eqdsd_drops_total{reason="tun_write_error"}'] == 0, m
 
 
+def test_busy_polling_daemons_carry_traffic(testbed: Bed, daemons: Daemons) -> None:
+    """`tunnel.busy_poll`: daemons that never sleep (at ordinary priority) still run
+    their timers (PULL pacing, ACKs) and carry pings and a TCP transfer."""
+    testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
+    for h in (1, 2):
+        daemons.start(h, "200mbit", realtime=False, tunnel="busy_poll = true")
+    out = testbed.in_host(1, "ping", "-c", "20", "-i", "0.05", "-W", "2", inner(2))
+    assert " 0% packet loss" in out, out
+    size = 8 << 20
+    count, digest = transfer(testbed, size)
+    assert (count, digest) == (size, expected_digest(size))
+
+
 def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Daemons) -> None:
     testbed.up("--hosts", "4", "--paths", "2", "--rate", "100mbit", "--host-rate", "200mbit",
                "--queue", "15")  # fmt: skip

@@ -185,15 +185,18 @@ class Daemons:
         self.workdir = workdir
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
-    def start(self, index: int, rate: str, **sections: str | bool) -> None:
-        """Starts host `index`'s daemon with link rate `rate`; `sections` are
+    def start(self, index: int, rate: str, realtime: bool = True, **sections: str | bool) -> None:
+        """Starts host `index`'s daemon with link rate `rate`, SCHED_FIFO unless
+        `realtime` is false (a busy-polling daemon must not be); `sections` are
         [`config_text`]'s keyword arguments."""
         cfg = self.workdir / f"h{index}.toml"
         cfg.write_text(config_text(index, rate, **sections))
         log = open(self.workdir / f"h{index}.log", "ab")  # noqa: SIM115 (owned by Popen)
         ns = self.bed.host(index)["netns"]
         self.procs[index] = subprocess.Popen(
-            ["ip", "netns", "exec", ns, "chrt", "-f", "10", str(EQDSD), "--config", str(cfg)],
+            ["ip", "netns", "exec", ns]
+            + (["chrt", "-f", "10"] if realtime else [])
+            + [str(EQDSD), "--config", str(cfg)],
             stdout=log,
             stderr=log,
         )
