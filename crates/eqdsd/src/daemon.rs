@@ -324,15 +324,18 @@ fn read_udp_coalesced(
         engine.counters_mut().udp_rx_reads += reads.len() as u64;
         for r in reads.iter() {
             let data = &sockets.coalesced(r.index)[..r.len];
-            for datagram in data.chunks(r.segment.max(1)) {
+            let count = data.len().div_ceil(r.segment.max(1));
+            for (i, datagram) in data.chunks(r.segment.max(1)).enumerate() {
+                // No buffer: `alloc` counts the datagram dropped; so for the rest.
                 let Some(b) = engine.alloc() else {
-                    break;
+                    continue;
                 };
                 let raw = engine.pool_mut().raw_mut(b);
                 // Longer than a buffer: copy what fits and let the engine count it.
                 let n = datagram.len().min(raw.len());
                 raw[..n].copy_from_slice(&datagram[..n]);
-                let truncated = r.truncated || n < datagram.len();
+                // A read cut short cuts only its last datagram.
+                let truncated = (r.truncated && i + 1 == count) || n < datagram.len();
                 engine.receive_datagram(now, r.from, b, n, truncated);
             }
         }

@@ -26,14 +26,17 @@ pub const BATCH: usize = 32;
 /// Kernel socket buffer size asked for: a burst of a few windows from many peers.
 const SOCKET_BUFFER: libc::c_int = 8 << 20;
 
-/// The largest UDP payload of an IPv4 datagram: the bound on a GSO train or a GRO read.
+/// The largest UDP payload of an IPv4 datagram: the bound on a GSO train.
 const MAX_UDP_PAYLOAD: usize = 65_507;
+
+/// Size of each GRO receive buffer: more than any coalesced read can hold.
+const GRO_BUFFER: usize = 1 << 16;
 
 /// Datagrams per GSO message: the kernel's `UDP_MAX_SEGMENTS` before Linux 6.2.
 const GSO_MAX_SEGMENTS: usize = 64;
 
-/// Coalesced reads per recvmmsg with GRO on, each into a buffer of
-/// [`MAX_UDP_PAYLOAD`] bytes.
+/// Coalesced reads per recvmmsg with GRO on, each into a buffer of [`GRO_BUFFER`]
+/// bytes.
 pub const GRO_BATCH: usize = 8;
 
 /// Room for one `cmsghdr` with a 4-byte payload (`CMSG_SPACE(4)` on 64-bit Linux),
@@ -165,7 +168,7 @@ impl Sockets {
                 .iter()
                 .all(|s| set_int(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_SEGMENT, 0));
         let gro = (offload && set_int(socks[0].as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 1))
-            .then(|| vec![0u8; GRO_BATCH * MAX_UDP_PAYLOAD].into_boxed_slice());
+            .then(|| vec![0u8; GRO_BATCH * GRO_BUFFER].into_boxed_slice());
         Ok(Self { socks, gso, gro })
     }
 
@@ -183,7 +186,7 @@ impl Sockets {
     /// Receive buffer `index` of the last [`Sockets::recv_coalesced`].
     pub fn coalesced(&self, index: usize) -> &[u8] {
         let all = self.gro.as_deref().unwrap_or(&[]);
-        &all[index * MAX_UDP_PAYLOAD..(index + 1) * MAX_UDP_PAYLOAD]
+        &all[index * GRO_BUFFER..(index + 1) * GRO_BUFFER]
     }
 
     /// Receives up to [`GRO_BATCH`] coalesced reads into the GRO buffers and lists them
@@ -198,10 +201,10 @@ impl Sockets {
         let mut iovs: [libc::iovec; GRO_BATCH] = unsafe { std::mem::zeroed() };
         let mut msgs: [libc::mmsghdr; GRO_BATCH] = unsafe { std::mem::zeroed() };
         let mut cmsgs = [[0u64; CMSG_WORDS]; GRO_BATCH];
-        for (i, chunk) in bufs.chunks_exact_mut(MAX_UDP_PAYLOAD).enumerate() {
+        for (i, chunk) in bufs.chunks_exact_mut(GRO_BUFFER).enumerate() {
             iovs[i] = libc::iovec {
                 iov_base: chunk.as_mut_ptr().cast(),
-                iov_len: MAX_UDP_PAYLOAD,
+                iov_len: GRO_BUFFER,
             };
             let h = &mut msgs[i].msg_hdr;
             h.msg_name = (&mut addrs[i] as *mut libc::sockaddr_in).cast();
