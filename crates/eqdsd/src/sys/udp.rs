@@ -360,19 +360,12 @@ impl Sockets {
             let first = &run[i];
             let segment = size(first);
             let iov_start = n_iovs;
-            let (mut k, mut total) = (0, 0);
-            while let Some(d) = run.get(i + k) {
-                let len = size(d);
-                let fits = k == 0
-                    || (self.gso
-                        && d.dst == first.dst
-                        && len <= segment
-                        && total + len <= MAX_UDP_PAYLOAD
-                        // Only the last datagram of a train may be shorter.
-                        && size(&run[i + k - 1]) == segment);
-                if !fits {
-                    break;
-                }
+            let k = if self.gso {
+                train_len(run[i..].iter().map(|d| (d.dst, size(d))))
+            } else {
+                1
+            };
+            for d in &run[i..i + k] {
                 iovs[n_iovs] = libc::iovec {
                     iov_base: d.header.as_ptr() as *mut libc::c_void,
                     iov_len: d.header.len(),
@@ -386,8 +379,6 @@ impl Sockets {
                     };
                     n_iovs += 1;
                 }
-                total += len;
-                k += 1;
             }
             addrs[n_msgs] = sockaddr(first.dst);
             let h = &mut msgs[n_msgs].msg_hdr;
@@ -440,5 +431,61 @@ impl Sockets {
             refused,
             messages: n_msgs - failed,
         }
+    }
+}
+
+/// How many of `datagrams` (destination and size, in sending order, at least one)
+/// from the front can leave as one GSO message: same destination, the first one's
+/// size (only the last may be shorter), within one UDP payload and the segment limit.
+fn train_len(mut datagrams: impl Iterator<Item = (SocketAddrV4, usize)>) -> usize {
+    let Some((dst, segment)) = datagrams.next() else {
+        return 0;
+    };
+    let (mut k, mut total) = (1, segment);
+    for (d, len) in datagrams {
+        if k == GSO_MAX_SEGMENTS || d != dst || len > segment || total + len > MAX_UDP_PAYLOAD {
+            break;
+        }
+        k += 1;
+        total += len;
+        if len < segment {
+            break;
+        }
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn train(items: &[(u16, usize)]) -> usize {
+        train_len(
+            items
+                .iter()
+                .map(|&(port, len)| (SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), port), len)),
+        )
+    }
+
+    #[test]
+    fn a_train_is_one_peer_and_one_size_with_a_shorter_last() {
+        assert_eq!(train(&[(1, 1500); 5]), 5);
+        assert_eq!(train(&[(1, 1500), (1, 1500), (1, 900), (1, 1500)]), 3);
+        assert_eq!(train(&[(1, 1500), (2, 1500), (1, 1500)]), 1);
+        assert_eq!(
+            train(&[(1, 900), (1, 1500)]),
+            1,
+            "a longer one never follows"
+        );
+        assert_eq!(train(&[(1, 60)]), 1);
+        assert_eq!(train(&[]), 0);
+    }
+
+    #[test]
+    fn a_train_stays_within_one_udp_payload_and_the_segment_limit() {
+        // 43 x 1500 = 64,500 fits, a 44th does not.
+        assert_eq!(train(&[(1, 1500); 50]), 43);
+        assert_eq!(train(&[(1, 100); 100]), GSO_MAX_SEGMENTS);
+        assert_eq!(train(&[(1, 9000); 10]), 7);
     }
 }
