@@ -259,6 +259,25 @@ pub fn run(config: &Config) -> Result<()> {
     }
 }
 
+/// Why a batched read returned nothing.
+enum Unread {
+    /// Nothing is waiting.
+    Empty,
+    /// Try again at once.
+    Retry,
+}
+
+/// Classifies a failed recvmmsg; an error for anything the loop cannot go on after.
+fn recv_error(e: io::Error) -> Result<Unread> {
+    match e.kind() {
+        ErrorKind::WouldBlock => Ok(Unread::Empty),
+        // ICMP errors for earlier sends surface here (connection refused when a peer's
+        // daemon is down): nothing to read, keep going.
+        ErrorKind::Interrupted | ErrorKind::ConnectionRefused => Ok(Unread::Retry),
+        _ => Err(e).context("recvmmsg"),
+    }
+}
+
 /// Reads up to [`UDP_BATCHES_PER_TURN`] batches; returns whether more may be waiting.
 fn read_udp(
     sockets: &Sockets,
@@ -279,14 +298,11 @@ fn read_udp(
             return Ok(true);
         }
         received.clear();
-        match sockets.recv_batch(engine.pool_mut(), bufs, received) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            // ICMP errors for earlier sends surface here (connection refused when a
-            // peer's daemon is down): nothing to read, keep going.
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
-            Err(e) => return Err(e).context("recvmmsg"),
+        if let Err(e) = sockets.recv_batch(engine.pool_mut(), bufs, received) {
+            match recv_error(e)? {
+                Unread::Empty => return Ok(false),
+                Unread::Retry => continue,
+            }
         }
         let now = monotonic_ps() - epoch;
         let got = received.len();
@@ -313,12 +329,11 @@ fn read_udp_coalesced(
 ) -> Result<bool> {
     for _ in 0..UDP_BATCHES_PER_TURN {
         reads.clear();
-        match sockets.recv_coalesced(reads) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => continue,
-            Err(e) => return Err(e).context("recvmmsg"),
+        if let Err(e) = sockets.recv_coalesced(reads) {
+            match recv_error(e)? {
+                Unread::Empty => return Ok(false),
+                Unread::Retry => continue,
+            }
         }
         let now = monotonic_ps() - epoch;
         engine.counters_mut().udp_rx_reads += reads.len() as u64;
