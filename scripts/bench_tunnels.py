@@ -3,10 +3,10 @@
 between two network namespaces, without a rate limit, measured in the same run.
 
 For each MTU (1500 and 9000) and each of plain veth, eqdsd (sleeping between packets,
-and busy polling), and wireguard-go: one iperf3 TCP flow (Cubic) for --seconds, the
-machine's CPU time over the run (from /proc/stat, all cores: the daemons, the kernel's
-network stack and iperf3 together) per Gbit carried, and ping RTT idle and during the
-flow. Needs root, iproute2, iperf3, ping;
+busy polling, and polling for 200 us after each packet), and wireguard-go: one iperf3
+TCP flow (Cubic) for --seconds, the machine's CPU time over the run (from /proc/stat,
+all cores: the daemons, the kernel's network stack and iperf3 together) per Gbit
+carried, and ping RTT idle and during the flow. Needs root, iproute2, iperf3, ping;
 wireguard-go as `wireguard` (--wireguard PATH) and `wg` (Debian's wireguard-tools).
 
 Usage: python3 scripts/bench_tunnels.py [--seconds 8] [--wireguard PATH] [--json FILE]
@@ -135,7 +135,13 @@ def measure(dst: str, seconds: int) -> dict:
     }
 
 
-def start_eqdsd(tmp: Path, mtu: int, busy_poll: bool = False) -> list[subprocess.Popen]:
+def start_eqdsd(
+    tmp: Path,
+    mtu: int,
+    busy_poll: bool = False,
+    poll_us: int = 0,
+    realtime: bool = True,
+) -> list[subprocess.Popen]:
     """Both daemons; with `busy_poll` they never sleep and run at ordinary priority
     (two real-time spinners would keep everything else off the two cores)."""
     procs = []
@@ -152,6 +158,7 @@ mtu = {mtu}
 # UDP GSO/GRO (on by default) a burst crosses the kernel as one buffer.
 offload = true
 busy_poll = {str(busy_poll).lower()}
+poll_us = {poll_us}
 [eqds]
 # No link to pace for: PULLs as fast as the loop turns, many per turn, and a window
 # for the credit loop's RTT under load.
@@ -173,7 +180,7 @@ allowed_ips = ["10.98.0.{peer}/32"]
         procs.append(
             subprocess.Popen(
                 ["ip", "netns", "exec", n]
-                + ([] if busy_poll else ["chrt", "-f", "10"])
+                + (["chrt", "-f", "10"] if realtime and not busy_poll else [])
                 + [str(EQDSD), "--config", str(cfg)],
                 stdout=log,
                 stderr=log,
@@ -224,11 +231,17 @@ def main() -> None:
                 for p in procs:
                     p.terminate()
                     p.wait(timeout=10)
-                procs = start_eqdsd(tmp, mtu, busy_poll=True)
-                results[f"eqdsd busy-poll/{mtu}"] = measure("10.98.0.2", args.seconds)
-                for p in procs:
-                    p.terminate()
-                    p.wait(timeout=10)
+                # Polling daemons run at ordinary priority: a real-time spinner keeps
+                # the application it waits for off its core.
+                for label, kw in (
+                    ("busy-poll", {"busy_poll": True}),
+                    ("poll 200us", {"poll_us": 200, "realtime": False}),
+                ):
+                    procs = start_eqdsd(tmp, mtu, **kw)
+                    results[f"eqdsd {label}/{mtu}"] = measure("10.98.0.2", args.seconds)
+                    for p in procs:
+                        p.terminate()
+                        p.wait(timeout=10)
                 up(mtu)
                 start_wireguard(args.wireguard, tmp, mtu)
                 results[f"wireguard-go/{mtu}"] = measure("10.97.0.2", args.seconds)

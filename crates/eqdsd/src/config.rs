@@ -88,6 +88,8 @@ struct TunnelSection {
     udp_offload: bool,
     #[serde(default)]
     busy_poll: bool,
+    #[serde(default)]
+    poll_us: u64,
 }
 
 fn default_offload() -> bool {
@@ -304,6 +306,9 @@ pub struct Config {
     /// Never sleep: poll the sockets and the TUN device in a loop, as a DPDK
     /// dataplane does, for the latency of a daemon that is always awake.
     pub busy_poll: bool,
+    /// After the last packet in or out, keep polling this many microseconds before
+    /// sleeping: a reply that comes back within it costs no wakeup.
+    pub poll_us: u64,
     /// First-RTT mode.
     pub mode: Mode,
     /// Receiving access link rate, bits per second: PULLs are paced at it.
@@ -435,6 +440,12 @@ impl Config {
         }
         if f.tunnel.link_overhead > 100 {
             return Err(invalid("tunnel.link_overhead", "more than 100 bytes"));
+        }
+        if f.tunnel.poll_us > 1_000_000 {
+            return Err(invalid(
+                "tunnel.poll_us",
+                "must be 0..=1000000 (for a daemon that never sleeps, set tunnel.busy_poll)",
+            ));
         }
         let e = f.eqds;
         let mode = match e.mode.as_str() {
@@ -575,6 +586,7 @@ impl Config {
             offload: f.tunnel.offload,
             udp_offload: f.tunnel.udp_offload,
             busy_poll: f.tunnel.busy_poll,
+            poll_us: f.tunnel.poll_us,
             mode,
             link_rate_bps,
             window_packets: e.window,

@@ -21,6 +21,7 @@ use signal_hook_mio::v1_0::Signals;
 use eqds_proto::time::PS_PER_US;
 
 use crate::config::Config;
+use crate::counters::Counters;
 use crate::engine::{Datagram, Engine, NativeOutcome, NATIVE_AT};
 use crate::gro::Coalescer;
 use crate::gso;
@@ -188,6 +189,10 @@ pub fn run(config: &Config) -> Result<()> {
     let (mut udp_ready, mut tun_ready) = (true, true);
     let mut native_ready = native.is_some();
     let mut busy = true;
+    let poll_window = config.poll_us * PS_PER_US;
+    // When a packet last came in: the loop keeps polling for `poll_window` after it.
+    let mut last_packet = 0u64;
+    let mut packets_seen = 0u64;
     loop {
         let timeout = busy.then_some(std::time::Duration::ZERO);
         if let Err(e) = poll.poll(&mut events, timeout) {
@@ -250,13 +255,30 @@ pub fn run(config: &Config) -> Result<()> {
 
         let due = engine.poll_timeout();
         let now = monotonic_ps() - epoch;
-        // With busy polling the loop never sleeps, so timers are simply checked on
-        // every turn.
-        busy = udp_ready || tun_ready || native_ready || config.busy_poll;
+        let seen = packets_in(engine.counters());
+        if seen != packets_seen {
+            (packets_seen, last_packet) = (seen, now);
+        }
+        // While polling the loop does not sleep, so timers are simply checked on every
+        // turn.
+        let polling = config.busy_poll || now.saturating_sub(last_packet) < poll_window;
+        let more = udp_ready || tun_ready || native_ready;
+        busy = more || polling;
+        if polling && !more {
+            // An idle turn: let whatever else is runnable on this core go first (the
+            // application the reply is for), rather than hold the core until preempted.
+            std::thread::yield_now();
+        }
         if let (Some(t), false) = (due, busy) {
             timer.arm(epoch + t.max(now + granularity))?;
         }
     }
+}
+
+/// Packets taken in from the tunnel, the TUN device and native applications: when it
+/// moves, the loop has had work.
+fn packets_in(c: &Counters) -> u64 {
+    c.udp_rx_datagrams + c.tun_rx_packets + c.native_rx_datagrams
 }
 
 /// Why a batched read returned nothing.
@@ -557,12 +579,11 @@ impl Output {
     }
 }
 
-/// Sends every datagram and writes every inner packet the engine has released.
+/// Writes every inner packet the engine has released, then sends every datagram.
 ///
-/// All datagrams of one flush leave through one socket, and the next flush uses the
-/// next: spraying moves from packet to packet train. Sending each packet from its own
-/// path id's socket would cost one system call per datagram, the dearest thing the
-/// daemon does; trains of a few packets spread over the paths as well.
+/// Deliveries go first: a reply the kernel makes to a delivered packet (a TCP ACK, an
+/// echo reply) is then ready by the next turn, and the application's wakeup does not
+/// wait behind this turn's sends, each of which on a veth runs the peer's receive path.
 fn flush_network(
     sockets: &Sockets,
     tun: &Tun,
@@ -570,6 +591,22 @@ fn flush_network(
     outgoing: &mut Vec<Datagram>,
     next_path: &mut usize,
     gro: &mut TunGro,
+) {
+    flush_tun(tun, engine, gro);
+    flush_datagrams(sockets, engine, outgoing, next_path);
+}
+
+/// Sends every datagram the engine has released.
+///
+/// All datagrams of one flush leave through one socket, and the next flush uses the
+/// next: spraying moves from packet to packet train. Sending each packet from its own
+/// path id's socket would cost one system call per datagram, the dearest thing the
+/// daemon does; trains of a few packets spread over the paths as well.
+fn flush_datagrams(
+    sockets: &Sockets,
+    engine: &mut Engine,
+    outgoing: &mut Vec<Datagram>,
+    next_path: &mut usize,
 ) {
     while engine.datagrams_pending() > 0 {
         outgoing.clear();
@@ -594,6 +631,10 @@ fn flush_network(
         c.udp_tx_messages += sent.messages as u64;
         c.drop_send_error += sent.refused as u64;
     }
+}
+
+/// Writes every inner packet the engine has released to the TUN device.
+fn flush_tun(tun: &Tun, engine: &mut Engine, gro: &mut TunGro) {
     if !tun.offload() {
         while let Some(b) = engine.pop_tun() {
             let ok = tun.write(engine.pool().inner(b)).is_ok();

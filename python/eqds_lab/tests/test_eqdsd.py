@@ -296,17 +296,29 @@ def test_offloads_carry_tcp_intact_in_trains_and_merged_writes(
         assert m['eqdsd_drops_total{reason="tun_write_error"}'] == 0, m
 
 
-def test_busy_polling_daemons_carry_traffic(testbed: Bed, daemons: Daemons) -> None:
-    """`tunnel.busy_poll`: daemons that never sleep (at ordinary priority) still run
-    their timers (PULL pacing, ACKs) and carry pings and a TCP transfer."""
+@pytest.mark.parametrize("polling", ["busy_poll = true", "poll_us = 200"])
+def test_polling_daemons_carry_traffic(testbed: Bed, daemons: Daemons, polling: str) -> None:
+    """`tunnel.busy_poll` (never sleep) and `tunnel.poll_us` (poll a while after each
+    packet): daemons at ordinary priority still run their timers (PULL pacing, ACKs)
+    and carry pings and a TCP transfer; and only busy polling spins while idle."""
     testbed.up("--hosts", "2", "--rate", "200mbit", "--queue", "15")
     for h in (1, 2):
-        daemons.start(h, "200mbit", realtime=False, tunnel="busy_poll = true")
+        daemons.start(h, "200mbit", realtime=False, tunnel=polling)
     out = testbed.in_host(1, "ping", "-c", "20", "-i", "0.05", "-W", "2", inner(2))
     assert " 0% packet loss" in out, out
     size = 8 << 20
     count, digest = transfer(testbed, size)
     assert (count, digest) == (size, expected_digest(size))
+    # Idle for a second: a busy poller burns most of it (it yields to whatever else
+    # wants the core, and little else does), a daemon whose poll window has run out
+    # sleeps through it.
+    before = daemons.cpu_seconds(1)
+    time.sleep(1)
+    idle_cpu = daemons.cpu_seconds(1) - before
+    if "busy_poll" in polling:
+        assert idle_cpu > 0.5, idle_cpu
+    else:
+        assert idle_cpu < 0.1, idle_cpu
 
 
 def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Daemons) -> None:

@@ -29,6 +29,8 @@ fn minimal_file_gets_defaults() {
     assert_eq!(c.initial_window_packets, None);
     assert_eq!(c.link_rate_bps, 10_000_000_000);
     assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
+    assert!(!c.busy_poll);
+    assert_eq!(c.poll_us, 0);
 }
 
 #[test]
@@ -89,6 +91,11 @@ fn errors_name_the_key() {
     assert!(e.starts_with("eqds.initial_window:"), "{e}");
     let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 5000"));
     assert!(e.starts_with("eqds.reorder_timeout_us:"), "{e}");
+    let e = err(&MINIMAL.replace("[tunnel]", "[tunnel]\npoll_us = 2000000"));
+    assert!(
+        e.starts_with("tunnel.poll_us:") && e.contains("busy_poll"),
+        "{e}"
+    );
     let e = err("this is = not toml [");
     assert!(e.starts_with("(file):"), "{e}");
 }

@@ -217,6 +217,13 @@ class Daemons:
     def log(self, index: int) -> str:
         return (self.workdir / f"h{index}.log").read_text(errors="replace")
 
+    def cpu_seconds(self, index: int) -> float:
+        """CPU time host `index`'s daemon has used so far (user and system)."""
+        # `ip netns exec` and `chrt` exec in place, so the process is eqdsd itself.
+        stat = Path(f"/proc/{self.procs[index].pid}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self, index: int, sig: int = signal.SIGTERM) -> int:
         proc = self.procs.pop(index)
         # `ip netns exec` execs the daemon, so the pid is the daemon's.
