@@ -31,6 +31,7 @@
 pub mod eqif;
 pub mod receiver;
 pub mod reorder;
+pub mod rtt;
 pub mod sender;
 pub mod time;
 pub mod tunnel;

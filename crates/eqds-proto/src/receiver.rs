@@ -482,6 +482,23 @@ impl Receiver {
         Some((peer.id, header))
     }
 
+    /// Charges `bytes` that reached the access link without a PULL (control packets
+    /// for this host's own sending, chiefly) against the pacer: while senders are
+    /// owed PULLs the next one waits the time those bytes took on the link. The
+    /// pacer otherwise fills the link with pulled data alone, and the control stream
+    /// overloads it by its own size (a few per cent at a 1500-byte MTU): a queue that
+    /// grows without bound where the network neither trims nor prioritises control.
+    pub fn charge_unpulled(&mut self, bytes: u32) {
+        if self.asl.is_empty() {
+            return;
+        }
+        let delay =
+            u128::from(self.pull_interval) * u128::from(bytes) / u128::from(self.config.mtu);
+        self.next_pull_at = self
+            .next_pull_at
+            .saturating_add(Time::try_from(delay).unwrap_or(Time::MAX));
+    }
+
     /// When the pacer next has work: the next PULL, if any sender is owed one, or
     /// the oldest deferred ACK's deadline.
     pub fn poll_timeout(&self) -> Option<Time> {

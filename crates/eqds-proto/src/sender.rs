@@ -89,6 +89,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+use crate::rtt::RttEstimator;
 use crate::time::{Time, PS_PER_MS, PS_PER_NS};
 use crate::tunnel::{Actions, TxAction, TxEvent, TxState, TxTunnel};
 use crate::wire::{
@@ -141,8 +142,10 @@ pub struct SenderConfig {
     /// a receiver sends when its reorder queue releases a run of segments) through
     /// where a packet count sized for full packets would drop them.
     pub send_queue_bytes: u64,
-    /// Retransmit timeout per in-flight packet. Default 1 ms: the upper end of Q10's
-    /// simulator range; trims make it a safety net, not the main loss signal.
+    /// Minimum retransmit timeout per in-flight packet; each tunnel's timeout is
+    /// `srtt + 4 rttvar` from its own samples when that is longer (Q10, `rtt.rs`).
+    /// Default 1 ms: the upper end of Q10's simulator range; trims make it a safety
+    /// net, not the main loss signal.
     pub rto: Time,
     /// Quiet time after which a stalled tunnel (backlog, no usable credit, nothing in
     /// flight) sends an RTS (Q11). Default 1 ms, one RTO.
@@ -247,6 +250,10 @@ pub struct TunnelStats {
     pub in_flight_packets: usize,
     /// Until when the receiver said its link stays saturated (item 31, Q8).
     pub busy_until: Time,
+    /// Smoothed round-trip time of the tunnel's DATA (0 before the first sample).
+    pub srtt: Time,
+    /// The retransmit timeout now in force (`rtt.rs`).
+    pub rto: Time,
     /// Credit granted without any PULL, by NDP (re)starts.
     pub free_credit_bytes: u64,
     /// NDP (re)starts that granted credit.
@@ -360,6 +367,8 @@ struct Tunnel<P> {
     retransmit_bytes: u64,
     /// Sent and not yet ACKed, in order of (latest) send time.
     in_flight: VecDeque<Sent<P>>,
+    /// Round-trip samples of packets sent once: the retransmit timeout.
+    rtt: RttEstimator,
     /// Charged bytes in `in_flight`.
     in_flight_bytes: u64,
     /// `in_flight_bytes` as last added to the sender's total.
@@ -405,6 +414,7 @@ impl<P> Tunnel<P> {
             retransmit: VecDeque::new(),
             retransmit_bytes: 0,
             in_flight: VecDeque::new(),
+            rtt: RttEstimator::default(),
             in_flight_bytes: 0,
             counted_in_flight: 0,
             credit: 0,
@@ -424,6 +434,8 @@ impl<P> Tunnel<P> {
                 in_flight_bytes: 0,
                 in_flight_packets: 0,
                 busy_until: 0,
+                srtt: 0,
+                rto: 0,
                 free_credit_bytes: 0,
                 bursts: 0,
                 rts_sent: 0,
@@ -568,8 +580,10 @@ impl<P> Tunnel<P> {
         self.highest_pull.wrapping_add(pulls as u32)
     }
 
-    fn snapshot(&self) -> TunnelStats {
+    fn snapshot(&self, min_rto: Time) -> TunnelStats {
         TunnelStats {
+            srtt: self.rtt.srtt().unwrap_or(0),
+            rto: self.rtt.rto(min_rto),
             credit: self.credit,
             highest_pull: self.highest_pull,
             last_pull_target: self.last_target,
@@ -990,7 +1004,10 @@ impl<P: Clone> Sender<P> {
         self.tunnels
             .iter()
             .flat_map(|t| {
-                let rto = t.in_flight.front().map(|p| p.sent_at + self.config.rto);
+                let rto = t
+                    .in_flight
+                    .front()
+                    .map(|p| p.sent_at + t.rtt.rto(self.config.rto));
                 let stall = t
                     .stalled()
                     .then(|| t.quiet_since + self.config.credit_loss_timeout);
@@ -1006,11 +1023,8 @@ impl<P: Clone> Sender<P> {
         for idx in 0..self.tunnels.len() {
             let cfg = &self.config;
             let t = &mut self.tunnels[idx];
-            while t
-                .in_flight
-                .front()
-                .is_some_and(|p| p.sent_at + cfg.rto <= now)
-            {
+            let rto = t.rtt.rto(cfg.rto);
+            while t.in_flight.front().is_some_and(|p| p.sent_at + rto <= now) {
                 let pkt = t.in_flight.pop_front().expect("front exists");
                 t.stats.rto_expiries += 1;
                 move_to_retransmit(t, pkt);
@@ -1025,12 +1039,16 @@ impl<P: Clone> Sender<P> {
 
     /// A snapshot of the tunnel to `dst`.
     pub fn tunnel(&self, dst: PeerId) -> Option<TunnelStats> {
-        self.index.get(&dst).map(|&i| self.tunnels[i].snapshot())
+        self.index
+            .get(&dst)
+            .map(|&i| self.tunnels[i].snapshot(self.config.rto))
     }
 
     /// A snapshot of every tunnel, with its destination, in creation order.
     pub fn tunnels(&self) -> impl Iterator<Item = (PeerId, TunnelStats)> + '_ {
-        self.tunnels.iter().map(|t| (t.peer, t.snapshot()))
+        self.tunnels
+            .iter()
+            .map(|t| (t.peer, t.snapshot(self.config.rto)))
     }
 
     /// Control packets ignored because of a wrong sender id or unknown source.
@@ -1233,6 +1251,9 @@ fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acke
             let pkt = t.in_flight.remove(i).expect("index is in range");
             t.in_flight_bytes -= u64::from(pkt.len);
             let rtt = (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at));
+            if let Some(sample) = rtt {
+                t.rtt.sample(sample);
+            }
             (pkt, rtt)
         }
         Held::Retransmit => {

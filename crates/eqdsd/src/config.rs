@@ -121,6 +121,8 @@ struct EqdsSection {
     initial_window: Option<u32>,
     #[serde(default)]
     acks_first: bool,
+    #[serde(default = "default_pace_control")]
+    pace_control: bool,
     #[serde(default = "default_send_queue")]
     send_queue: u32,
     #[serde(default = "default_policy")]
@@ -157,6 +159,9 @@ fn default_link_rate() -> String {
 }
 fn default_window() -> u32 {
     32
+}
+fn default_pace_control() -> bool {
+    true
 }
 fn default_send_queue() -> u32 {
     100
@@ -320,6 +325,9 @@ pub struct Config {
     pub initial_window_packets: Option<u32>,
     /// Pure TCP ACKs join their tunnel's send queue ahead of waiting data.
     pub acks_first: bool,
+    /// PULL pacing leaves room on the access link for the control packets that
+    /// arrive on it (`Receiver::charge_unpulled`).
+    pub pace_control: bool,
     /// Send queue per destination, in full packets' worth of bytes.
     pub send_queue_packets: u32,
     /// ASL policy.
@@ -592,6 +600,7 @@ impl Config {
             window_packets: e.window,
             initial_window_packets: e.initial_window,
             acks_first: e.acks_first,
+            pace_control: e.pace_control,
             send_queue_packets: e.send_queue,
             policy,
             pacing_permille: (e.pacing * 1000.0).round() as u32,

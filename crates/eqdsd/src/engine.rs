@@ -109,6 +109,9 @@ pub struct Engine {
     ecn_threshold_bytes: u64,
     /// Queue pure TCP ACKs ahead of the data waiting for the same peer.
     acks_first: bool,
+    /// Bytes a control datagram takes on the link beyond its payload (outer IPv4 and
+    /// UDP headers, link overhead), when PULL pacing makes room for control packets.
+    control_link_overhead: Option<u32>,
     /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
 }
@@ -180,6 +183,7 @@ impl Engine {
             inner_mtu: config.inner_mtu() as usize,
             ecn_threshold_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
             acks_first: config.acks_first,
+            control_link_overhead: config.pace_control.then_some(20 + 8 + config.link_overhead),
             path_bytes: vec![0; usize::from(config.paths)],
         }
     }
@@ -420,6 +424,10 @@ impl Engine {
             }
             Header::Control(h) => {
                 self.pool.free(id);
+                if let Some(extra) = self.control_link_overhead {
+                    // `len` is at most a buffer, far below u32::MAX.
+                    self.rx.credit_mut().charge_unpulled(len as u32 + extra);
+                }
                 self.tx.handle_control(now, peer, &h);
                 while let Some(acked) = self.tx.poll_acked() {
                     self.pool.free(acked.payload);

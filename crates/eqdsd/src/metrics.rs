@@ -9,6 +9,8 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use eqds_proto::time::PS_PER_US;
+
 use crate::engine::Engine;
 
 /// Renders every metric of `engine` in the Prometheus text format.
@@ -61,7 +63,7 @@ pub fn render(engine: &Engine, out: &mut String) {
     // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
     // reorder depth. One line per metric per peer, labelled by the peer's endpoint.
     type Getter = fn(&Engine, u32) -> Option<i128>;
-    let tunnel_metrics: [(&str, &str, &str, Getter); 12] = [
+    let tunnel_metrics: [(&str, &str, &str, Getter); 14] = [
         (
             "tx_send_queue_bytes",
             "gauge",
@@ -109,6 +111,18 @@ pub fn render(engine: &Engine, out: &mut String) {
             "counter",
             "Retransmit timeouts",
             |e, p| e.sender().tunnel(p).map(|t| t.rto_expiries.into()),
+        ),
+        (
+            "tx_srtt_us",
+            "gauge",
+            "Smoothed round-trip time of DATA in microseconds (0 before a sample)",
+            |e, p| e.sender().tunnel(p).map(|t| (t.srtt / PS_PER_US).into()),
+        ),
+        (
+            "tx_rto_us",
+            "gauge",
+            "Retransmit timeout in force, microseconds",
+            |e, p| e.sender().tunnel(p).map(|t| (t.rto / PS_PER_US).into()),
         ),
         (
             "tx_epochs_total",

@@ -87,6 +87,28 @@ def test_one_tcp_flow_fills_the_bottleneck(testbed: Bed, daemons: Daemons) -> No
     )
 
 
+def test_a_slow_link_gets_a_timeout_to_match(testbed: Bed, daemons: Daemons) -> None:
+    """At 20 Mbit/s a window of 1500-byte packets takes 19 ms to cross the link and
+    the daemons' RTT swings with it: each tunnel's retransmit timeout follows its RTT
+    samples (rtt.rs), so a deep-queued slow path is not flooded with resends. (With a
+    fixed 2 ms timeout this flow got 3 Mbit/s, and a 30 Mbit/s path resent 45% of what
+    it carried.)"""
+    testbed.up("--hosts", "2", "--rate", "20mbit", "--queue", "200")
+    for h in (1, 2):
+        daemons.start(h, "20mbit")
+    testbed.iperf3_server(2, 5201, addr=inner(2))
+    result = testbed.iperf3_client(1, 2, 5201, "-C", "cubic", seconds=4, addr=inner(2))
+    mbps = received_mbps(result)
+    m = daemons.metrics(1)
+    peer = '{peer="10.77.2.1"}'
+    sent = m["eqdsd_data_sent_total"]
+    resent = m[f"eqdsd_tunnel_tx_retransmits_total{peer}"]
+    assert mbps >= 0.8 * 20, f"{mbps:.1f} Mbit/s through eqdsd of 20: {m}"
+    assert resent < 0.02 * sent, f"{resent:.0f} of {sent:.0f} packets resent: {m}"
+    # The timeout in force has grown beyond the 2 ms minimum.
+    assert m[f"eqdsd_tunnel_tx_rto_us{peer}"] > 2000, m
+
+
 def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
     star(testbed, daemons, 9, range(1, 10))
     for s in range(1, 9):

@@ -124,6 +124,24 @@ fn pulls_are_paced_at_exactly_one_per_mtu_time() {
 }
 
 #[test]
+fn unpulled_bytes_on_the_link_delay_the_next_pull_only_while_pacing() {
+    let mut r = Receiver::new(config(Policy::Fifo));
+    // Nobody owed: the link is not full of pulled data, nothing to make room for.
+    r.charge_unpulled(1500);
+    let t0 = 5_000;
+    r.handle_data(t0, 1, &data(0, 4), 1000);
+    drain(&mut r, t0);
+    assert_eq!(r.poll_timeout(), Some(t0));
+    // Two 75-byte control packets arrive: a tenth of an MTU-time later.
+    r.charge_unpulled(75);
+    r.charge_unpulled(75);
+    let times: Vec<Time> = run_pulls(&mut r, 4).iter().map(|&(t, _)| t).collect();
+    let first = t0 + MTU_TIME / 10;
+    let expected: Vec<Time> = (0..4).map(|i| first + i * MTU_TIME).collect();
+    assert_eq!(times, expected);
+}
+
+#[test]
 fn pull_numbers_count_up_in_the_headers() {
     let mut r = Receiver::new(config(Policy::Fifo));
     r.handle_data(0, 1, &data(0, 3), 1000);

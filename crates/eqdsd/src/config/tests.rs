@@ -31,6 +31,7 @@ fn minimal_file_gets_defaults() {
     assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
     assert!(!c.busy_poll);
     assert_eq!(c.poll_us, 0);
+    assert!(c.pace_control);
 }
 
 #[test]
