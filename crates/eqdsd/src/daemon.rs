@@ -29,7 +29,7 @@ use crate::metrics;
 use crate::pool::{BufId, INNER};
 use crate::sys::tun::Tun;
 use crate::sys::udp::{Coalesced, Received, Sockets, BATCH, GRO_BATCH};
-use crate::sys::{exact_timers, monotonic_ps, Timer};
+use crate::sys::{exact_timers, monotonic_ps, real_time_scheduled, Timer};
 
 const UDP: Token = Token(0);
 const TUN: Token = Token(1);
@@ -131,6 +131,13 @@ pub fn run(config: &Config) -> Result<()> {
     // Timers of ordinary tasks may fire up to 50 µs late (timer slack), most of a
     // PULL interval at 200 Mbit/s.
     exact_timers();
+    if (config.busy_poll || config.poll_us > 0) && real_time_scheduled() {
+        eprintln!(
+            "eqdsd: warning: polling (tunnel.busy_poll or tunnel.poll_us) in a real-time \
+             scheduling class keeps ordinary tasks, the applications among them, off this \
+             core while it polls; run the daemon at ordinary priority to poll"
+        );
+    }
     let mut timer = Timer::new().context("timerfd")?;
     let mut poll = Poll::new()?;
     let registry = poll.registry();

@@ -341,6 +341,11 @@ def test_polling_daemons_carry_traffic(testbed: Bed, daemons: Daemons, polling: 
         assert idle_cpu > 0.5, idle_cpu
     else:
         assert idle_cpu < 0.1, idle_cpu
+    # Polling in a real-time class would starve the applications: the daemon says so.
+    assert "real-time" not in daemons.log(2)
+    daemons.stop(2)
+    daemons.start(2, "200mbit", realtime=True, tunnel=polling)
+    assert "warning: polling" in daemons.log(2), daemons.log(2)
 
 
 def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Daemons) -> None:

@@ -24,6 +24,14 @@ pub fn exact_timers() {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
 }
 
+/// Whether this thread runs in a real-time scheduling class (SCHED_FIFO or SCHED_RR),
+/// under which a polling loop's yields let no ordinary task in.
+pub fn real_time_scheduled() -> bool {
+    // SAFETY: sched_getscheduler takes a pid (0: the caller) and touches no memory.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
+}
+
 /// A timerfd on CLOCK_MONOTONIC, armed with absolute deadlines at nanosecond
 /// resolution (epoll's own timeout has only milliseconds; PULLs are paced in µs).
 #[derive(Debug)]
