@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Idle ping RTT through eqdsd against the bare path, for each way the daemon can wait
+for packets and for two ping intervals.
+
+The same two namespaces and veth pair as scripts/bench_tunnels.py, no traffic besides
+the pings. For each repetition: the bare veth, then a pair of daemons sleeping between
+packets (SCHED_FIFO), polling for 200 us after each packet, and busy polling (both at
+ordinary priority), each pinged 150 times at every interval. Prints the medians (us)
+per repetition; on a VM, how long ping itself sleeps moves even the bare path's RTT.
+
+Usage: python3 scripts/bench_ping.py [--repeats 3] [--intervals 0.01,0.002]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+from pathlib import Path
+
+import bench_tunnels as bench
+
+MODES = {
+    "eqdsd sleeping": {},
+    "eqdsd polling 200 us": {"poll_us": 200, "realtime": False},
+    "eqdsd busy polling": {"busy_poll": True},
+}
+
+
+def median_rtt_us(dst: str, interval: str, count: int = 150) -> int:
+    out = bench.ns(bench.A, "ping", "-c", str(count), "-i", interval, "-W", "1", dst)
+    rtts = [float(t.split("=")[1]) * 1000 for t in out.split() if t.startswith("time=")]
+    return round(statistics.median(rtts))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--intervals", default="0.01,0.002", help="ping -i values, seconds")
+    args = ap.parse_args()
+    intervals = args.intervals.split(",")
+    results: dict[tuple[str, str], list[int]] = {}
+    try:
+        bench.up(1500)
+        for _ in range(args.repeats):
+            for interval in intervals:
+                results.setdefault(("plain veth", interval), []).append(
+                    median_rtt_us("10.99.0.2", interval)
+                )
+            for mode, kw in MODES.items():
+                with tempfile.TemporaryDirectory() as d:
+                    procs = bench.start_eqdsd(Path(d), 1500, **kw)
+                    bench.ping("10.98.0.2", 5)  # tunnels up
+                    for interval in intervals:
+                        results.setdefault((mode, interval), []).append(
+                            median_rtt_us("10.98.0.2", interval)
+                        )
+                    for p in procs:
+                        p.terminate()
+                        p.wait(timeout=10)
+    finally:
+        bench.down()
+    paths = list(dict.fromkeys(path for path, _ in results))
+    print("\n| ping interval | " + " | ".join(paths) + " |")
+    print("|---" * (len(paths) + 1) + "|")
+    for interval in intervals:
+        cells = [" / ".join(str(x) for x in results[(p, interval)]) for p in paths]
+        print(f"| {float(interval) * 1e3:g} ms | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
