@@ -22,29 +22,21 @@
 use std::collections::{BTreeMap, BinaryHeap, HashSet, VecDeque};
 
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
-use eqds_proto::receiver::{Policy, ReceiverConfig};
 use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{Mode, PeerId, Sender, SenderConfig, TunnelStats};
+use eqds_proto::sender::{Mode, PeerId, Sender, TunnelStats};
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::tunnel::RxConfig;
-use eqds_proto::wire::{seq_diff, ControlHeader, DataHeader, DataKind, NextProto};
+use eqds_proto::wire::{seq_diff, ControlHeader, DataHeader, DataKind};
 use proptest::prelude::*;
 
 mod common;
-use common::{Rng, Scheduled};
+use common::{
+    receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RX, W,
+};
 
 type Pending = Scheduled<Event>;
 
-const MTU: u32 = 1500;
-const OVERHEAD: u32 = 44;
 const FULL: u32 = MTU - OVERHEAD;
-const W: u32 = 8 * MTU;
-/// One-way delay: the RTT (10 us) is about 8 MTU-times at 10 Gbps, so W is one BDP.
-const DELAY: Time = 5 * PS_PER_US;
-const RTO: Time = 200 * PS_PER_US;
-/// The receiver as the senders name it.
-const RX: PeerId = 1000;
-const MAX_STEPS: usize = 400_000;
 
 /// Network faults, each in thousandths per packet.
 #[derive(Debug, Clone, Copy)]
@@ -143,35 +135,10 @@ impl World {
     fn new(p: Params) -> Self {
         let mut rng = Rng(p.seed);
         let senders = (0..p.senders)
-            .map(|i| {
-                Sender::new(SenderConfig {
-                    mode: p.mode,
-                    mtu: MTU,
-                    overhead: OVERHEAD,
-                    window: W,
-                    initial_window: None,
-                    send_queue_packets: 100,
-                    send_queue_bytes: u64::MAX,
-                    rto: RTO,
-                    credit_loss_timeout: RTO,
-                    paths: 4,
-                    sender_id: i as u16,
-                    next_proto: NextProto::Ipv4,
-                    seed: p.seed ^ i as u64,
-                })
-            })
+            .map(|i| Sender::new(sender_config(p.mode, i as u16, p.seed ^ i as u64)))
             .collect();
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
-            credit: ReceiverConfig {
-                link_rate_bps: 10_000_000_000,
-                mtu: MTU,
-                window: W,
-                pacing_permille: 1000,
-                pull_burst: 1,
-                policy: Policy::Fifo,
-                ack_coalesce: 1,
-                ack_delay: 0,
-            },
+            credit: receiver_config(1, 0),
             // In packets: W is up to 266 packets of 45 bytes.
             tunnel: RxConfig { window: 1024 },
             reorder: ReorderConfig {
@@ -559,4 +526,28 @@ fn the_exact_invariant_is_exercised() {
             world.now
         );
     }
+}
+
+/// A case proptest found on 2026-11-23 (the code as of `b6d1ca2` fails it too): in NDP
+/// mode with duplicated, trimmed and reordered data, a tunnel holds one MTU more
+/// than W (13500 > 12000 bytes, after a second NDP burst while one PULL was still
+/// owed or on its way). Kept out of the regular run until the cause is found and
+/// fixed: `cargo test -p eqds-proto --test credit_loop -- --ignored`.
+#[test]
+#[ignore = "known window overrun after a second NDP burst; see the doc comment"]
+fn second_ndp_burst_with_a_pull_still_owed() {
+    run(Params {
+        senders: 3,
+        mode: Mode::Ndp,
+        chaos: Chaos {
+            data_loss: 0,
+            data_dup: 55,
+            data_trim: 125,
+            data_jitter: 13_928_235,
+            ctrl_loss: 0,
+            ctrl_jitter: 0,
+        },
+        full_size: true,
+        seed: 14_952_081_423_499_498_464,
+    });
 }

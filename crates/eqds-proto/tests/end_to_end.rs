@@ -33,27 +33,19 @@
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 
 use eqds_proto::eqif::{DeliveryKind, EqifStats, ReceivingEqif, ReceivingEqifConfig};
-use eqds_proto::receiver::{Policy, ReceiverConfig};
 use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{Mode, PeerId, Sender, SenderConfig};
+use eqds_proto::sender::{Mode, PeerId, Sender};
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::tunnel::{RxConfig, RxState, TxState};
-use eqds_proto::wire::{seq_lt, ControlHeader, DataHeader, DataKind, NextProto};
+use eqds_proto::wire::{seq_lt, ControlHeader, DataHeader, DataKind};
 use proptest::prelude::*;
 
 mod common;
-use common::{Rng, Scheduled};
+use common::{
+    receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RTO, RX,
+};
 
 type Pending = Scheduled<Event>;
-
-const MTU: u32 = 1500;
-const OVERHEAD: u32 = 44;
-const W: u32 = 8 * MTU;
-const DELAY: Time = 5 * PS_PER_US;
-const RTO: Time = 200 * PS_PER_US;
-const RX: PeerId = 1000;
-/// Steps allowed after the last fault.
-const MAX_STEPS: usize = 400_000;
 
 #[derive(Debug, Clone, Copy)]
 struct Chaos {
@@ -136,37 +128,12 @@ impl World {
     fn new(p: Params) -> Self {
         let mut rng = Rng(p.seed);
         let senders = (0..p.senders)
-            .map(|i| {
-                Sender::new(SenderConfig {
-                    mode: p.mode,
-                    mtu: MTU,
-                    overhead: OVERHEAD,
-                    window: W,
-                    initial_window: None,
-                    send_queue_packets: 100,
-                    send_queue_bytes: u64::MAX,
-                    rto: RTO,
-                    credit_loss_timeout: RTO,
-                    paths: 4,
-                    sender_id: i as u16,
-                    next_proto: NextProto::Ipv4,
-                    seed: p.seed ^ i as u64,
-                })
-            })
+            .map(|i| Sender::new(sender_config(p.mode, i as u16, p.seed ^ i as u64)))
             .collect();
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
-            credit: ReceiverConfig {
-                link_rate_bps: 10_000_000_000,
-                mtu: MTU,
-                window: W,
-                pacing_permille: 1000,
-                pull_burst: 1,
-                policy: Policy::Fifo,
-                // Deferred, cumulative ACKs (Q9) under the same loss, reordering,
-                // duplication and state drops as everything else.
-                ack_coalesce: 4,
-                ack_delay: 20_000_000,
-            },
+            // Deferred, cumulative ACKs (Q9) under the same loss, reordering,
+            // duplication and state drops as everything else.
+            credit: receiver_config(4, 20_000_000),
             // In packets: with 45-byte packets a window of 8 MTUs is 266 of them, and a
             // duplicate may lag behind by a few RTTs' worth.
             tunnel: RxConfig { window: 1024 },

@@ -1,9 +1,58 @@
-//! Pieces shared by the integration tests' simulated networks: a seeded generator and
-//! a time-ordered event heap entry.
+//! Pieces shared by the integration tests' simulated networks: the network's
+//! dimensions, the senders' and the receiver's configuration, a seeded generator and a
+//! time-ordered event heap entry.
 #![allow(dead_code)]
 
-use eqds_proto::time::Time;
+use eqds_proto::receiver::{Policy, ReceiverConfig};
+use eqds_proto::sender::{Mode, PeerId, SenderConfig};
+use eqds_proto::time::{Time, PS_PER_US};
+use eqds_proto::wire::NextProto;
 use std::cmp::Ordering;
+
+pub const MTU: u32 = 1500;
+pub const OVERHEAD: u32 = 44;
+/// One BDP: the RTT (10 us) is about 8 MTU-times at 10 Gbps.
+pub const W: u32 = 8 * MTU;
+/// One-way delay.
+pub const DELAY: Time = 5 * PS_PER_US;
+pub const RTO: Time = 200 * PS_PER_US;
+/// The receiver as the senders name it.
+pub const RX: PeerId = 1000;
+pub const MAX_STEPS: usize = 400_000;
+
+/// Sender `id` of the simulated network, in first-RTT `mode`.
+pub fn sender_config(mode: Mode, id: u16, seed: u64) -> SenderConfig {
+    SenderConfig {
+        mode,
+        mtu: MTU,
+        overhead: OVERHEAD,
+        window: W,
+        initial_window: None,
+        send_queue_packets: 100,
+        send_queue_bytes: u64::MAX,
+        rto: RTO,
+        credit_loss_timeout: RTO,
+        paths: 4,
+        sender_id: id,
+        next_proto: NextProto::Ipv4,
+        seed,
+    }
+}
+
+/// The receiver's credit scheduler at 10 Gbps, FIFO, ACKing as `ack_coalesce` and
+/// `ack_delay` say (Q9).
+pub fn receiver_config(ack_coalesce: u32, ack_delay: Time) -> ReceiverConfig {
+    ReceiverConfig {
+        link_rate_bps: 10_000_000_000,
+        mtu: MTU,
+        window: W,
+        pacing_permille: 1000,
+        pull_burst: 1,
+        policy: Policy::Fifo,
+        ack_coalesce,
+        ack_delay,
+    }
+}
 
 /// The tests' own generator (SplitMix64), seeded by proptest: deterministic and
 /// independent of the crate's internals.
