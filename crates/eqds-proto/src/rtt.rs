@@ -8,6 +8,10 @@
 //! [`MAX_RTO`]. Samples come only from packets sent once (Karn's rule, applied by the
 //! caller). There is no back-off on expiry: trims and NACKs are EQDS's loss signal,
 //! and the timeout is the safety net behind them.
+//!
+//! The estimator also keeps the smallest sample seen: an ACK that comes back sooner
+//! than that after a retransmission cannot be the retransmission's own, which is how
+//! the sender tells that a resent copy is still on its way (`sender.rs`, strays).
 
 use crate::time::{Time, PS_PER_SEC};
 
@@ -21,11 +25,18 @@ pub struct RttEstimator {
     srtt: Time,
     /// Mean deviation of the samples from `srtt`.
     rttvar: Time,
+    /// Smallest sample; 0 until the first.
+    min: Time,
 }
 
 impl RttEstimator {
     /// Takes one round-trip sample (RFC 6298, section 2: gains 1/8 and 1/4).
     pub fn sample(&mut self, rtt: Time) {
+        self.min = if self.min == 0 {
+            rtt.max(1)
+        } else {
+            self.min.min(rtt.max(1))
+        };
         if self.srtt == 0 {
             self.srtt = rtt.max(1);
             self.rttvar = rtt / 2;
@@ -39,6 +50,11 @@ impl RttEstimator {
     /// The smoothed RTT, if any sample has been taken.
     pub fn srtt(&self) -> Option<Time> {
         (self.srtt > 0).then_some(self.srtt)
+    }
+
+    /// The smallest round-trip sample, if any has been taken.
+    pub fn min_rtt(&self) -> Option<Time> {
+        (self.min > 0).then_some(self.min)
     }
 
     /// The retransmit timeout: `srtt + 4 rttvar`, clamped to `[min, MAX_RTO]`.
@@ -95,6 +111,16 @@ mod tests {
         }
         let rto = e.rto(PS_PER_MS);
         assert!(rto > 10 * PS_PER_MS, "{rto}");
+    }
+
+    #[test]
+    fn the_smallest_sample_is_kept() {
+        let mut e = RttEstimator::default();
+        assert_eq!(e.min_rtt(), None);
+        for us in [40, 25, 90, 30] {
+            e.sample(us * PS_PER_US);
+        }
+        assert_eq!(e.min_rtt(), Some(25 * PS_PER_US));
     }
 
     #[test]

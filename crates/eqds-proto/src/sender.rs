@@ -279,6 +279,8 @@ pub struct TunnelStats {
     pub stale_rsts: u64,
     /// Trimmed headers a switch returned to us (see [`Sender::handle_returned`]).
     pub returned: u64,
+    /// ACKed packets with a resent copy still on its way (see `Stray`).
+    pub stray_packets: usize,
 }
 
 /// A packet that has been given a sequence number: in flight or awaiting resend.
@@ -291,9 +293,37 @@ struct Sent<P> {
     path_id: u16,
     /// Time of the latest transmission; the retransmit timer runs from it.
     sent_at: Time,
-    /// Sent more than once, so an ACK gives no RTT sample (Karn's rule).
-    resent: bool,
+    /// Transmissions under this sequence number. More than one, and an ACK gives no
+    /// RTT sample (Karn's rule).
+    sends: u16,
+    /// NACKs and returned headers received for it: transmissions answered without
+    /// freeing it. `sends - echoes` copies may still be on their way.
+    echoes: u16,
     payload: P,
+}
+
+impl<P> Sent<P> {
+    /// Copies still unanswered once the echo now arriving is counted, at least one if
+    /// that echo came back faster than any round trip of the tunnel took, since it
+    /// cannot then answer the latest transmission. Duplication in the network can
+    /// make the count alone come out too low; the timing catches the usual case.
+    fn copies_left_after_echo(&self, now: Time, min_rtt: Option<Time>) -> u16 {
+        let by_count = self.sends.saturating_sub(self.echoes + 1);
+        let too_soon = self.sends > 1 && min_rtt.is_none_or(|m| now < self.sent_at + m);
+        by_count.max(u16::from(too_soon))
+    }
+}
+
+/// A packet freed by an ACK while another of its transmissions was still on the
+/// way. The copy holds no payload, but it holds a share of the receiver's link: a
+/// tunnel that counted nothing in flight and started a fresh NDP burst would put W
+/// plus the stray on the wire. Strays end when their copies are answered or one
+/// retransmit timeout after the latest transmission.
+#[derive(Debug, Clone, Copy)]
+struct Stray {
+    seq: u32,
+    copies: u16,
+    sent_at: Time,
 }
 
 /// A random permutation of the path ids, walked round robin and reshuffled at every
@@ -367,6 +397,8 @@ struct Tunnel<P> {
     retransmit_bytes: u64,
     /// Sent and not yet ACKed, in order of (latest) send time.
     in_flight: VecDeque<Sent<P>>,
+    /// ACKed packets with copies still on their way; usually empty.
+    strays: Vec<Stray>,
     /// Round-trip samples of packets sent once: the retransmit timeout.
     rtt: RttEstimator,
     /// Charged bytes in `in_flight`.
@@ -414,6 +446,7 @@ impl<P> Tunnel<P> {
             retransmit: VecDeque::new(),
             retransmit_bytes: 0,
             in_flight: VecDeque::new(),
+            strays: Vec::new(),
             rtt: RttEstimator::default(),
             in_flight_bytes: 0,
             counted_in_flight: 0,
@@ -448,6 +481,7 @@ impl<P> Tunnel<P> {
                 renumbered: 0,
                 stale_rsts: 0,
                 returned: 0,
+                stray_packets: 0,
             },
         }
     }
@@ -478,6 +512,42 @@ impl<P> Tunnel<P> {
     /// SYN-SENT with every sequence number of the epoch's block used.
     fn block_full(&self) -> bool {
         self.fsm.syn() && self.next_seq.wrapping_sub(self.isn) >= EPOCH_BLOCK
+    }
+
+    /// A NACK or returned header for `seq`: the packet moves to the retransmit queue
+    /// if it is in flight, or one copy of a stray is accounted for. Returns whether
+    /// the packet was in flight.
+    fn echo(&mut self, seq: u32) -> bool {
+        if let Some(pos) = self.in_flight.iter().position(|p| p.seq == seq) {
+            let mut pkt = self.in_flight.remove(pos).expect("position is in range");
+            pkt.echoes = pkt.echoes.saturating_add(1);
+            move_to_retransmit(self, pkt);
+            true
+        } else {
+            self.stray_answered(seq);
+            false
+        }
+    }
+
+    /// One copy of stray `seq` was answered (ACK, NACK or returned header).
+    fn stray_answered(&mut self, seq: u32) {
+        if let Some(i) = self.strays.iter().position(|s| s.seq == seq) {
+            self.strays[i].copies -= 1;
+            if self.strays[i].copies == 0 {
+                self.strays.swap_remove(i);
+            }
+        }
+    }
+
+    /// Forgets strays one retransmit timeout after their latest transmission: by
+    /// then they were lost, or their answer was.
+    fn expire_strays(&mut self, now: Time, rto: Time) {
+        self.strays.retain(|s| s.sent_at + rto > now);
+    }
+
+    /// Nothing of this tunnel is on its way to the receiver, as far as it knows.
+    fn nothing_on_the_wire(&self) -> bool {
+        self.in_flight.is_empty() && self.strays.is_empty()
     }
 
     /// Packets are queued, awaiting resend or unacknowledged.
@@ -534,6 +604,9 @@ impl<P> Tunnel<P> {
         let mut overflow = Vec::new();
         for mut pkt in unacked {
             if self.next_seq.wrapping_sub(self.isn) < EPOCH_BLOCK {
+                // A new number is a new packet as far as ACKs go: answers to the old
+                // one cannot be taken for its own.
+                (pkt.sends, pkt.echoes) = (0, 0);
                 pkt.seq = self.next_seq;
                 self.next_seq = self.next_seq.wrapping_add(1);
                 self.retransmit_bytes += u64::from(pkt.len);
@@ -592,6 +665,7 @@ impl<P> Tunnel<P> {
             in_flight_bytes: self.in_flight_bytes,
             in_flight_packets: self.in_flight.len(),
             busy_until: self.busy_until,
+            stray_packets: self.strays.len(),
             ..self.stats
         }
     }
@@ -780,7 +854,8 @@ impl<P: Clone> Sender<P> {
         }
         let restart = t.backlog() == 0 && !t.rts_pending && seq_le(t.last_target, t.highest_pull);
         if restart {
-            if t.in_flight.is_empty() {
+            t.expire_strays(now, t.rtt.rto(cfg.rto));
+            if t.nothing_on_the_wire() {
                 // Idle: credit still held is stale (Q6); the mode decides the fresh
                 // window.
                 t.credit = 0;
@@ -796,7 +871,7 @@ impl<P: Clone> Sender<P> {
                 // Still busy: the packets in flight keep the credit loop alive and
                 // the credit held is current, but none of them asked for this one.
                 // An RTS does; a free window on top of the PULLs already on their
-                // way would overrun the receiver's link.
+                // way (or of a stray resend) would overrun the receiver's link.
                 t.rts_pending = true;
             }
         }
@@ -898,11 +973,9 @@ impl<P: Clone> Sender<P> {
             }
             ControlKind::Nack => {
                 // Only a packet still in flight moves: a NACK for one already queued
-                // for resend (duplicate trim) or already ACKed changes nothing.
-                if let Some(pos) = t.in_flight.iter().position(|p| p.seq == header.ack_no) {
-                    let pkt = t.in_flight.remove(pos).expect("position is in range");
-                    move_to_retransmit(t, pkt);
-                }
+                // for resend (duplicate trim) or already ACKed changes nothing, but
+                // for a stray's copy.
+                t.echo(header.ack_no);
             }
         }
         if t.stalled() && seq_le(t.last_target, t.highest_pull) {
@@ -932,11 +1005,9 @@ impl<P: Clone> Sender<P> {
             return;
         };
         let t = &mut self.tunnels[idx];
-        let Some(pos) = t.in_flight.iter().position(|p| p.seq == seq) else {
+        if !t.echo(seq) {
             return;
-        };
-        let pkt = t.in_flight.remove(pos).expect("position is in range");
-        move_to_retransmit(t, pkt);
+        }
         t.stats.returned += 1;
         if t.in_flight.is_empty() && !t.can_send_data() {
             t.rts_pending = true;
@@ -1029,6 +1100,7 @@ impl<P: Clone> Sender<P> {
                 t.stats.rto_expiries += 1;
                 move_to_retransmit(t, pkt);
             }
+            t.expire_strays(now, rto);
             if t.stalled() && t.quiet_since + cfg.credit_loss_timeout <= now {
                 t.rts_pending = true;
                 t.stats.credit_loss_rts += 1;
@@ -1135,17 +1207,18 @@ fn send_data<P: Clone>(
     rng: &mut SplitMix64,
     now: Time,
 ) -> Transmit<P> {
-    let (seq, len, resent, payload) = if let Some(pkt) = t.retransmit.pop_front() {
+    let (seq, len, sends, echoes, payload) = if let Some(pkt) = t.retransmit.pop_front() {
         t.retransmit_bytes -= u64::from(pkt.len);
         t.stats.retransmits += 1;
-        (pkt.seq, pkt.len, true, pkt.payload)
+        let sends = pkt.sends.saturating_add(1);
+        (pkt.seq, pkt.len, sends, pkt.echoes, pkt.payload)
     } else {
         let (len, payload) = t.send_queue.pop_front().expect("caller checked a head");
         t.ahead = t.ahead.saturating_sub(1);
         t.send_bytes -= u64::from(len);
         let seq = t.next_seq;
         t.next_seq = seq.wrapping_add(1);
-        (seq, len, false, payload)
+        (seq, len, 1, 0, payload)
     };
     t.credit -= i64::from(len);
     t.stats.bytes_sent += u64::from(len);
@@ -1159,7 +1232,8 @@ fn send_data<P: Clone>(
         len,
         path_id,
         sent_at: now,
-        resent,
+        sends,
+        echoes,
         payload: payload.clone(),
     });
     t.in_flight_bytes += u64::from(len);
@@ -1232,6 +1306,8 @@ fn free_one<P>(t: &mut Tunnel<P>, acked: &mut VecDeque<Acked<P>>, now: Time, seq
         release(t, Held::InFlight, i, acked, now);
     } else if let Some(i) = t.retransmit.iter().position(|p| p.seq == seq) {
         release(t, Held::Retransmit, i, acked, now);
+    } else {
+        t.stray_answered(seq);
     }
 }
 
@@ -1245,12 +1321,13 @@ enum Held {
 
 /// Removes packet `i` of the `held` queue as acknowledged. An in-flight packet sent
 /// exactly once gives an RTT sample (Karn's rule); one awaiting resend gives none.
+/// Copies of it still on their way stay counted as a stray.
 fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acked<P>>, now: Time) {
     let (pkt, rtt) = match held {
         Held::InFlight => {
             let pkt = t.in_flight.remove(i).expect("index is in range");
             t.in_flight_bytes -= u64::from(pkt.len);
-            let rtt = (!pkt.resent).then(|| now.saturating_sub(pkt.sent_at));
+            let rtt = (pkt.sends == 1).then(|| now.saturating_sub(pkt.sent_at));
             if let Some(sample) = rtt {
                 t.rtt.sample(sample);
             }
@@ -1262,6 +1339,14 @@ fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acke
             (pkt, None)
         }
     };
+    let copies = pkt.copies_left_after_echo(now, t.rtt.min_rtt());
+    if copies > 0 {
+        t.strays.push(Stray {
+            seq: pkt.seq,
+            copies,
+            sent_at: pkt.sent_at,
+        });
+    }
     acked.push_back(Acked {
         dst: t.peer,
         payload: pkt.payload,

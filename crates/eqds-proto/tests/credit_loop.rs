@@ -528,17 +528,14 @@ fn the_exact_invariant_is_exercised() {
     }
 }
 
-/// A case proptest found on 2026-11-23 (the code as of `b6d1ca2` fails it too): the
-/// network carries one packet more than W for a tunnel. A packet is duplicated and one
-/// copy trimmed; the NACK arrives first and the sender resends at once from its
-/// leftover NDP credit; then the other copy's ACK arrives and frees the packet while
-/// the resend is still on its way. With nothing in flight by its own count, the
-/// tunnel's next batch starts a fresh NDP burst of W, and the stray resend makes it
-/// W + 1 packets (13500 > 12000 bytes). A fix would keep a resent-then-ACKed packet
-/// counted until its own ACK (or RTO). Kept out of the regular run until then:
-/// `cargo test -p eqds-proto --test credit_loop -- --ignored`.
+/// A case proptest found: the network carried one packet more than W for a tunnel. A
+/// packet is duplicated and one copy trimmed; the NACK arrives first and the sender
+/// resends at once from its leftover NDP credit; then the other copy's ACK arrives
+/// and frees the packet while the resend is still on its way. The sender used to
+/// count nothing in flight then and start a fresh NDP burst of W, which the stray
+/// resend made W + 1 packets (13500 > 12000 bytes). It now keeps the resend counted
+/// as a stray (`sender.rs`), since the ACK came back faster than any round trip.
 #[test]
-#[ignore = "known overrun: a stray resend during a fresh NDP burst; see the doc comment"]
 fn second_ndp_burst_with_a_pull_still_owed() {
     run(Params {
         senders: 3,

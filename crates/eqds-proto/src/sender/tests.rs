@@ -201,6 +201,70 @@ fn ack_frees_and_nack_only_moves_packets_in_flight() {
     assert_eq!(tx[0].header.seq, 0);
 }
 
+/// An NDP burst of W in which packet 0 comes back trimmed while 1-3 are ACKed after
+/// 10 ns (the tunnel's fastest round trip), and one PULL pays for the resend of 0 at
+/// 10 ns. Then an ACK for 0 arrives at `ack_at`.
+fn resent_then_acked(ack_at: Time) -> Sender<u32> {
+    let mut s = loaded(Mode::Ndp, 4);
+    assert_eq!(drain(&mut s, 0).len(), 4);
+    for seq in 1..4 {
+        s.handle_control(10_000, 1, &control(ControlKind::Ack, seq, 0, 0));
+    }
+    s.handle_control(10_000, 1, &control(ControlKind::Nack, 0, 1, 0));
+    let tx = drain(&mut s, 10_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.seq, 0);
+    s.handle_control(ack_at, 1, &control(ControlKind::Ack, 0, 1, 0));
+    assert_eq!(s.poll_acked().map(|a| a.payload), Some(1));
+    std::iter::from_fn(|| s.poll_acked()).for_each(drop);
+    assert_eq!(s.tunnel(1).unwrap().in_flight_packets, 0);
+    s
+}
+
+#[test]
+fn an_ack_too_fast_for_the_resend_leaves_it_counted_until_its_own_answer() {
+    // 2 ns after the resend, faster than any round trip: the ACK answers a copy of
+    // the original (the network duplicated it), so the resend is still on its way.
+    let mut s = resent_then_acked(12_000);
+    assert_eq!(s.tunnel(1).unwrap().stray_packets, 1);
+    // The tunnel is idle by its queues, but a fresh burst of W would join the stray
+    // on the receiver's link: it asks instead.
+    s.enqueue(13_000, 1, FULL, 9).unwrap();
+    let tx = drain(&mut s, 13_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().bursts, 1);
+    // The resend's own ACK ends the stray.
+    s.handle_control(20_000, 1, &control(ControlKind::Ack, 0, 1, 0));
+    assert_eq!(s.tunnel(1).unwrap().stray_packets, 0);
+    assert!(s.poll_acked().is_none(), "freed once only");
+}
+
+#[test]
+fn an_ack_as_slow_as_a_round_trip_answers_the_resend() {
+    let mut s = resent_then_acked(21_000);
+    assert_eq!(s.tunnel(1).unwrap().stray_packets, 0);
+    s.enqueue(22_000, 1, FULL, 9).unwrap();
+    let tx = drain(&mut s, 22_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Data);
+    assert_eq!(s.tunnel(1).unwrap().bursts, 2);
+}
+
+#[test]
+fn a_stray_is_forgotten_one_timeout_after_its_send() {
+    let mut s = resent_then_acked(12_000);
+    s.handle_timeout(10_000 + RTO - 1);
+    assert_eq!(s.tunnel(1).unwrap().stray_packets, 1);
+    s.handle_timeout(10_000 + RTO);
+    assert_eq!(s.tunnel(1).unwrap().stray_packets, 0);
+    // A NACK for a copy the sender no longer tracks changes nothing.
+    s.handle_control(10_000 + RTO, 1, &control(ControlKind::Nack, 0, 1, 0));
+    assert_eq!(s.tunnel(1).unwrap().retransmit_bytes, 0);
+    s.enqueue(10_000 + RTO, 1, FULL, 9).unwrap();
+    assert_eq!(drain(&mut s, 10_000 + RTO)[0].header.kind, DataKind::Data);
+}
+
 #[test]
 fn cumulative_ack_frees_everything_up_to_ack_no() {
     let mut s = loaded(Mode::Ndp, 4);
