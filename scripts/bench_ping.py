@@ -8,13 +8,18 @@ packets (SCHED_FIFO), polling for 200 us after each packet, and busy polling (bo
 ordinary priority), each pinged 150 times at every interval. Prints the medians (us)
 per repetition; on a VM, how long ping itself sleeps moves even the bare path's RTT.
 
-Usage: python3 scripts/bench_ping.py [--repeats 3] [--intervals 0.01,0.002]
+With --pin CPU, both daemons and ping run on that one CPU: every hand-off between them
+is then a wakeup on the same core. On VMs where waking an idle virtual CPU is slow (see
+BENCHMARKS.md), that is the difference that matters.
+
+Usage: python3 scripts/bench_ping.py [--repeats 3] [--intervals 0.01,0.002] [--pin CPU]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -27,8 +32,10 @@ MODES = {
 }
 
 
-def median_rtt_us(dst: str, interval: str, count: int = 150) -> int:
-    out = bench.ns(bench.A, "ping", "-c", str(count), "-i", interval, "-W", "1", dst)
+def median_rtt_us(dst: str, interval: str, pin: int | None, count: int = 150) -> int:
+    taskset = ["taskset", "-c", str(pin)] if pin is not None else []
+    ping = ["ping", "-c", str(count), "-i", interval, "-W", "1", dst]
+    out = bench.ns(bench.A, *taskset, *ping)
     rtts = [float(t.split("=")[1]) * 1000 for t in out.split() if t.startswith("time=")]
     return round(statistics.median(rtts))
 
@@ -37,6 +44,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--intervals", default="0.01,0.002", help="ping -i values, seconds")
+    ap.add_argument(
+        "--pin", type=int, metavar="CPU", help="run both daemons and ping on this CPU"
+    )
     args = ap.parse_args()
     intervals = args.intervals.split(",")
     results: dict[tuple[str, str], list[int]] = {}
@@ -45,15 +55,26 @@ def main() -> None:
         for _ in range(args.repeats):
             for interval in intervals:
                 results.setdefault(("plain veth", interval), []).append(
-                    median_rtt_us("10.99.0.2", interval)
+                    median_rtt_us("10.99.0.2", interval, args.pin)
                 )
             for mode, kw in MODES.items():
                 with tempfile.TemporaryDirectory() as d:
                     procs = bench.start_eqdsd(Path(d), 1500, **kw)
+                    if args.pin is not None:
+                        for p in procs:
+                            pin = [
+                                "taskset",
+                                "-a",
+                                "-p",
+                                "-c",
+                                str(args.pin),
+                                str(p.pid),
+                            ]
+                            subprocess.run(pin, check=True, capture_output=True)
                     bench.ping("10.98.0.2", 5)  # tunnels up
                     for interval in intervals:
                         results.setdefault((mode, interval), []).append(
-                            median_rtt_us("10.98.0.2", interval)
+                            median_rtt_us("10.98.0.2", interval, args.pin)
                         )
                     for p in procs:
                         p.terminate()
