@@ -12,7 +12,11 @@ With --pin CPU, both daemons and ping run on that one CPU: every hand-off betwee
 is then a wakeup on the same core. On VMs where waking an idle virtual CPU is slow (see
 BENCHMARKS.md), that is the difference that matters.
 
+With --wireguard PATH, wireguard-go (another user-space TUN + UDP tunnel) is pinged too,
+on the same veths, after the daemons in each repetition.
+
 Usage: python3 scripts/bench_ping.py [--repeats 3] [--intervals 0.01,0.002] [--pin CPU]
+       [--wireguard /path/to/wireguard]
 """
 
 from __future__ import annotations
@@ -40,12 +44,24 @@ def median_rtt_us(dst: str, interval: str, pin: int | None, count: int = 150) ->
     return round(statistics.median(rtts))
 
 
+def pin_to(cpu: int, pids: list[int]) -> None:
+    """Moves every thread of each process onto `cpu`."""
+    for pid in pids:
+        cmd = ["taskset", "-a", "-p", "-c", str(cpu), str(pid)]
+        subprocess.run(cmd, check=True, capture_output=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--intervals", default="0.01,0.002", help="ping -i values, seconds")
     ap.add_argument(
         "--pin", type=int, metavar="CPU", help="run both daemons and ping on this CPU"
+    )
+    ap.add_argument(
+        "--wireguard",
+        metavar="PATH",
+        help="also ping through wireguard-go (this binary) on the same veths",
     )
     args = ap.parse_args()
     intervals = args.intervals.split(",")
@@ -61,16 +77,7 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as d:
                     procs = bench.start_eqdsd(Path(d), 1500, **kw)
                     if args.pin is not None:
-                        for p in procs:
-                            pin = [
-                                "taskset",
-                                "-a",
-                                "-p",
-                                "-c",
-                                str(args.pin),
-                                str(p.pid),
-                            ]
-                            subprocess.run(pin, check=True, capture_output=True)
+                        pin_to(args.pin, [p.pid for p in procs])
                     bench.ping("10.98.0.2", 5)  # tunnels up
                     for interval in intervals:
                         results.setdefault((mode, interval), []).append(
@@ -79,6 +86,22 @@ def main() -> None:
                     for p in procs:
                         p.terminate()
                         p.wait(timeout=10)
+            if args.wireguard:
+                with tempfile.TemporaryDirectory() as d:
+                    bench.start_wireguard(args.wireguard, Path(d), 1500)
+                if args.pin is not None:
+                    pgrep = ["pgrep", "-f", f"^{args.wireguard} wg0"]
+                    pids = subprocess.run(
+                        pgrep, check=True, capture_output=True, text=True
+                    )
+                    pin_to(args.pin, [int(x) for x in pids.stdout.split()])
+                bench.ping("10.97.0.2", 5)  # handshake done
+                for interval in intervals:
+                    results.setdefault(("wireguard-go", interval), []).append(
+                        median_rtt_us("10.97.0.2", interval, args.pin)
+                    )
+                # Deleting the namespaces removes wg0, and each wireguard-go with it.
+                bench.up(1500)
     finally:
         bench.down()
     paths = list(dict.fromkeys(path for path, _ in results))
