@@ -12,6 +12,11 @@ With --pin CPU, both daemons and ping run on that one CPU: every hand-off betwee
 is then a wakeup on the same core. On VMs where waking an idle virtual CPU is slow (see
 BENCHMARKS.md), that is the difference that matters.
 
+Each repetition also runs scripts/udp_echo.py between the two namespaces on the bare
+veth: a UDP round trip between two user-space processes that never sleep, the floor
+under what any user-space tunnel can add (its column, "busy UDP echo", is that round
+trip itself).
+
 With --wireguard PATH, wireguard-go (another user-space TUN + UDP tunnel) is pinged too,
 on the same veths, after the daemons in each repetition.
 
@@ -24,10 +29,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import bench_tunnels as bench
+
+ECHO = str(Path(__file__).resolve().parent / "udp_echo.py")
 
 MODES = {
     "eqdsd sleeping": {},
@@ -42,6 +51,30 @@ def median_rtt_us(dst: str, interval: str, pin: int | None, count: int = 150) ->
     out = bench.ns(bench.A, *taskset, *ping)
     rtts = [float(t.split("=")[1]) * 1000 for t in out.split() if t.startswith("time=")]
     return round(statistics.median(rtts))
+
+
+def busy_echo_us(interval: str, count: int = 150) -> int:
+    """Median round trip of scripts/udp_echo.py across the bare veth."""
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", bench.B, sys.executable, ECHO, "server", "9999"]
+    )
+    try:
+        time.sleep(0.3)
+        interval_us = str(round(float(interval) * 1e6))
+        out = bench.ns(
+            bench.A,
+            sys.executable,
+            ECHO,
+            "client",
+            "10.99.0.2",
+            "9999",
+            interval_us,
+            str(count),
+        )
+        return int(out)
+    finally:
+        server.kill()
+        server.wait()
 
 
 def pin_to(cpu: int, pids: list[int]) -> None:
@@ -72,6 +105,9 @@ def main() -> None:
             for interval in intervals:
                 results.setdefault(("plain veth", interval), []).append(
                     median_rtt_us("10.99.0.2", interval, args.pin)
+                )
+                results.setdefault(("busy UDP echo", interval), []).append(
+                    busy_echo_us(interval)
                 )
             for mode, kw in MODES.items():
                 with tempfile.TemporaryDirectory() as d:
