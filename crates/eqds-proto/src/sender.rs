@@ -32,6 +32,26 @@
 //! may keep the serial maximum of the targets it has seen (retransmissions carry old
 //! sequence numbers but current targets).
 //!
+//! # Lookahead
+//!
+//! The formula's backlog is extended by [`SenderConfig::demand_lookahead`], bounded
+//! by the bytes in flight:
+//!
+//! ```text
+//! backlog' = backlog + min(in_flight, lookahead)
+//! ```
+//!
+//! A tunnel asks only for what it has queued, so a writer whose queue empties between
+//! bursts runs out of credit just as its next packet arrives: TCP's ACK clock does
+//! this every round trip in slow start, and a stream of pure ACKs after every packet.
+//! The PULL that pays for the next packet can then only be asked for by an RTS, a
+//! round trip later. A tunnel with packets in flight is likely to get more, so it asks
+//! for a little credit ahead. Bounding the extra by what is in flight keeps it small
+//! for a thin stream (a few ACKs' worth) and zero for a tunnel that was idle; the
+//! window cap still applies, so the conservation bound is untouched and a tunnel
+//! whose backlog fills the window asks exactly as before. When a stream stops, up to
+//! the lookahead is granted and not used; it expires with the idle tunnel (Q6).
+//!
 //! # Starting and restarting
 //!
 //! A tunnel (re)starts when data arrives while it has no backlog and expects no more
@@ -134,6 +154,13 @@ pub struct SenderConfig {
     /// at the risk of losing those `n` bytes in an incast on a network that does not
     /// trim. A value smaller than the first packet means ask first.
     pub initial_window: Option<u32>,
+    /// Credit asked for beyond the backlog while packets are in flight, in bytes, at
+    /// most the bytes in flight (see the module doc, "Lookahead"). Default 4 MTUs.
+    /// A writer whose queue empties between bursts (TCP's ACK clock, above all a
+    /// stream of pure ACKs) then finds credit waiting instead of asking with an RTS
+    /// each time; the price is up to this much credit granted and left unused when
+    /// a stream stops. 0 asks for exactly the backlog.
+    pub demand_lookahead: u32,
     /// Send-queue capacity per tunnel, in packets. Default 100, the paper's default
     /// TX buffering per destination (§6, item 52).
     pub send_queue_packets: usize,
@@ -180,6 +207,7 @@ impl Default for SenderConfig {
             overhead: 44,
             window: 50 * 1500,
             initial_window: None,
+            demand_lookahead: 4 * 1500,
             send_queue_packets: 100,
             send_queue_bytes: u64::MAX,
             rto: PS_PER_MS,
@@ -641,11 +669,13 @@ impl<P> Tunnel<P> {
     }
 
     /// The pull target to advertise now; see the module doc for why the window caps
-    /// the backlog rather than the difference.
-    fn pull_target(&self, window: u32, mtu: u32) -> u32 {
-        let wanted = self.backlog().min(u64::from(window)) as i64 - self.credit;
+    /// the backlog rather than the difference, and for the lookahead.
+    fn pull_target(&self, cfg: &SenderConfig) -> u32 {
+        let lookahead = self.in_flight_bytes.min(u64::from(cfg.demand_lookahead));
+        let demand = (self.backlog() + lookahead).min(u64::from(cfg.window));
+        let wanted = demand as i64 - self.credit;
         let pulls = if wanted > 0 {
-            (wanted as u64).div_ceil(u64::from(mtu))
+            (wanted as u64).div_ceil(u64::from(cfg.mtu))
         } else {
             0
         };
@@ -1172,7 +1202,7 @@ fn send_rts<P>(
     now: Time,
 ) -> Transmit<P> {
     t.rts_pending = false;
-    t.last_target = t.pull_target(cfg.window, cfg.mtu);
+    t.last_target = t.pull_target(cfg);
     t.quiet_since = now;
     t.stats.rts_sent += 1;
     let syn = t.fsm.syn();
@@ -1222,9 +1252,6 @@ fn send_data<P: Clone>(
     };
     t.credit -= i64::from(len);
     t.stats.bytes_sent += u64::from(len);
-    // Computed after the packet left the backlog and the credit, so the target says
-    // what is wanted beyond this packet.
-    t.last_target = t.pull_target(cfg.window, cfg.mtu);
     t.quiet_since = now;
     let path_id = t.paths.next(rng);
     t.in_flight.push_back(Sent {
@@ -1237,6 +1264,10 @@ fn send_data<P: Clone>(
         payload: payload.clone(),
     });
     t.in_flight_bytes += u64::from(len);
+    // Computed after the packet left the backlog and the credit, so the target says
+    // what is wanted beyond this packet (and after it joined the bytes in flight,
+    // which bound the lookahead).
+    t.last_target = t.pull_target(cfg);
     Transmit {
         dst: t.peer,
         header: DataHeader {

@@ -31,7 +31,8 @@ use proptest::prelude::*;
 
 mod common;
 use common::{
-    receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RX, W,
+    lookahead, receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RX,
+    W,
 };
 
 type Pending = Scheduled<Event>;
@@ -78,6 +79,8 @@ struct Params {
     /// Every packet a full MTU. Otherwise sizes are random and the bound is W plus
     /// the rounding of one partial MTU (the ceil in the pull target).
     full_size: bool,
+    /// The senders' demand lookahead in bytes.
+    lookahead: u32,
     seed: u64,
 }
 
@@ -135,7 +138,14 @@ impl World {
     fn new(p: Params) -> Self {
         let mut rng = Rng(p.seed);
         let senders = (0..p.senders)
-            .map(|i| Sender::new(sender_config(p.mode, i as u16, p.seed ^ i as u64)))
+            .map(|i| {
+                Sender::new(sender_config(
+                    p.mode,
+                    i as u16,
+                    p.lookahead,
+                    p.seed ^ i as u64,
+                ))
+            })
             .collect();
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
             credit: receiver_config(1, 0),
@@ -473,9 +483,10 @@ proptest! {
     fn lossless_network_conserves_the_window(
         senders in prop_oneof![Just(1usize), Just(3usize)],
         mode in mode(),
+        lookahead in lookahead(),
         seed in any::<u64>(),
     ) {
-        run(Params { senders, mode, chaos: Chaos::NONE, full_size: true, seed });
+        run(Params { senders, mode, chaos: Chaos::NONE, full_size: true, lookahead, seed });
     }
 
     #[test]
@@ -484,9 +495,10 @@ proptest! {
         mode in mode(),
         chaos in chaos(),
         full_size in any::<bool>(),
+        lookahead in lookahead(),
         seed in any::<u64>(),
     ) {
-        run(Params { senders, mode, chaos, full_size, seed });
+        run(Params { senders, mode, chaos, full_size, lookahead, seed });
     }
 }
 
@@ -500,6 +512,7 @@ fn the_exact_invariant_is_exercised() {
             mode,
             chaos: Chaos::NONE,
             full_size: true,
+            lookahead: 4 * MTU,
             seed: 1,
         });
         world.tunnels[0].workload = (0..100).map(|id| (0, FULL, id)).collect();
@@ -549,6 +562,7 @@ fn second_ndp_burst_with_a_pull_still_owed() {
             ctrl_jitter: 0,
         },
         full_size: true,
+        lookahead: 0,
         seed: 14_952_081_423_499_498_464,
     });
 }

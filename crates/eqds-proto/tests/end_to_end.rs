@@ -42,7 +42,8 @@ use proptest::prelude::*;
 
 mod common;
 use common::{
-    receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RTO, RX,
+    lookahead, receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD,
+    RTO, RX,
 };
 
 type Pending = Scheduled<Event>;
@@ -72,6 +73,8 @@ struct Params {
     chaos: Chaos,
     /// (step, fault), sorted by step.
     faults: Vec<(usize, Fault)>,
+    /// The senders' demand lookahead in bytes.
+    lookahead: u32,
     seed: u64,
 }
 
@@ -128,7 +131,14 @@ impl World {
     fn new(p: Params) -> Self {
         let mut rng = Rng(p.seed);
         let senders = (0..p.senders)
-            .map(|i| Sender::new(sender_config(p.mode, i as u16, p.seed ^ i as u64)))
+            .map(|i| {
+                Sender::new(sender_config(
+                    p.mode,
+                    i as u16,
+                    p.lookahead,
+                    p.seed ^ i as u64,
+                ))
+            })
             .collect();
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
             // Deferred, cumulative ACKs (Q9) under the same loss, reordering,
@@ -558,14 +568,16 @@ fn params() -> impl Strategy<Value = Params> {
                 Just(if rts { Mode::Rts } else { Mode::Ndp }),
                 chaos(),
                 faults(senders),
+                lookahead(),
                 any::<u64>(),
             )
         })
-        .prop_map(|(senders, mode, chaos, faults, seed)| Params {
+        .prop_map(|(senders, mode, chaos, faults, lookahead, seed)| Params {
             senders,
             mode,
             chaos,
             faults,
+            lookahead,
             seed,
         })
 }
@@ -611,6 +623,7 @@ fn drops_mid_transfer_are_survived_and_counted() {
                 (60, Fault::TxDrop(1)),
                 (90, Fault::RxDrop(2)),
             ],
+            lookahead: 4 * MTU,
             seed,
         };
         let out = run(p);
@@ -632,6 +645,7 @@ fn drops_mid_transfer_are_survived_and_counted() {
             mode: Mode::Rts,
             chaos: clean,
             faults: Vec::new(),
+            lookahead: 4 * MTU,
             seed,
         };
         let out = run(p);

@@ -362,3 +362,64 @@ fn acks_queued_ahead_of_data_speed_up_downloads_both_ways() {
         "median FCT {acks_first} ps with ACKs first, {fifo} ps without"
     );
 }
+
+/// Closed-loop 1 MB downloads from one server to one client over EQDS in RTS mode
+/// with the given demand lookahead: (median FCT, RTS packets sent).
+fn one_way_downloads(lookahead: u32) -> (u64, u64) {
+    let text = format!(
+        r#"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 2
+        link = {{ rate = "25Gbps", latency = "1us" }}
+        [switch]
+        load_balancing = "spray"
+        [transport]
+        protocol = "cubic"
+        sack = true
+        min_rto = "1ms"
+        initial_rto = "1ms"
+        [eqds]
+        enabled = true
+        mode = "rts"
+        demand_lookahead = {lookahead}
+        [workload]
+        kind = "closed_loop"
+        size = "1MB"
+        client_hosts = [0]
+        server_hosts = [2]
+        [stop]
+        time = "10ms"
+    "#
+    );
+    let (flows, _, sim) = common::run(&text);
+    let mut fcts: Vec<u64> = flows.iter().filter_map(FlowRecord::fct).collect();
+    assert!(fcts.len() >= 10, "only {} downloads completed", fcts.len());
+    fcts.sort_unstable();
+    let rts = sim.eqds_summary().unwrap()["packets"]["rts_sent"]
+        .as_u64()
+        .unwrap();
+    (fcts[fcts.len() / 2], rts)
+}
+
+#[test]
+fn demand_lookahead_spares_tcp_the_rts_round_trips() {
+    let (fct_exact, rts_exact) = one_way_downloads(0);
+    let (fct_ahead, rts_ahead) = one_way_downloads(4);
+    eprintln!(
+        "lookahead 0: median {fct_exact} ps, {rts_exact} RTS; 4: {fct_ahead} ps, {rts_ahead} RTS"
+    );
+    // Without lookahead both tunnels stall whenever their queue empties: the data
+    // tunnel at the start of each download, the client's pure-ACK tunnel every
+    // MTU's worth of ACKs once its first credit is spent.
+    assert!(
+        rts_ahead * 10 < rts_exact,
+        "{rts_ahead} RTS with lookahead, {rts_exact} without"
+    );
+    assert!(
+        (fct_ahead as f64) < 0.95 * fct_exact as f64,
+        "median FCT {fct_ahead} ps with lookahead, {fct_exact} ps without"
+    );
+}

@@ -119,6 +119,8 @@ struct EqdsSection {
     #[serde(default = "default_window")]
     window: u32,
     initial_window: Option<u32>,
+    #[serde(default = "default_demand_lookahead")]
+    demand_lookahead: u32,
     #[serde(default)]
     acks_first: bool,
     #[serde(default = "default_pace_control")]
@@ -159,6 +161,9 @@ fn default_link_rate() -> String {
 }
 fn default_window() -> u32 {
     32
+}
+fn default_demand_lookahead() -> u32 {
+    4
 }
 fn default_pace_control() -> bool {
     true
@@ -323,6 +328,9 @@ pub struct Config {
     /// Packets an idle tunnel sends to an idle receiver before any credit; `None`:
     /// as the mode says (NDP the window, RTS none).
     pub initial_window_packets: Option<u32>,
+    /// Credit a tunnel asks for beyond its backlog while packets are in flight, in
+    /// packets (`SenderConfig::demand_lookahead`).
+    pub demand_lookahead_packets: u32,
     /// Pure TCP ACKs join their tunnel's send queue ahead of waiting data.
     pub acks_first: bool,
     /// PULL pacing leaves room on the access link for the control packets that
@@ -482,6 +490,9 @@ impl Config {
                 format!("must be at most eqds.window ({} packets)", e.window),
             ));
         }
+        if e.demand_lookahead > 1000 {
+            return Err(invalid("eqds.demand_lookahead", "must be 0..=1000 packets"));
+        }
         if !(1..=100_000).contains(&e.send_queue) {
             return Err(invalid("eqds.send_queue", "must be 1..=100000 packets"));
         }
@@ -599,6 +610,7 @@ impl Config {
             link_rate_bps,
             window_packets: e.window,
             initial_window_packets: e.initial_window,
+            demand_lookahead_packets: e.demand_lookahead,
             acks_first: e.acks_first,
             pace_control: e.pace_control,
             send_queue_packets: e.send_queue,

@@ -130,6 +130,7 @@ impl Engine {
             overhead,
             window,
             initial_window: config.initial_window_packets.map(|p| p * charged_mtu),
+            demand_lookahead: config.demand_lookahead_packets * charged_mtu,
             send_queue_packets: usize::MAX,
             send_queue_bytes,
             rto: config.rto_us * PS_PER_US,

@@ -19,6 +19,9 @@ fn config(mode: Mode) -> SenderConfig {
         overhead: OVERHEAD,
         window: W,
         initial_window: None,
+        // Exact targets, so that each test counts PULLs by hand; the lookahead has its
+        // own tests.
+        demand_lookahead: 0,
         send_queue_packets: 16,
         send_queue_bytes: u64::MAX,
         rto: RTO,
@@ -350,6 +353,75 @@ fn restart_with_packets_in_flight_keeps_its_credit_and_takes_no_free_window() {
     assert_eq!(tx.len(), 1);
     assert_eq!(tx[0].header.kind, DataKind::Rts);
     assert_eq!(s.tunnel(1).unwrap().bursts, 1);
+}
+
+/// An RTS-mode tunnel that sends one packet, gets its ACK-clocked next packet a
+/// moment later (the PULLs for the first having arrived), and says what it sent.
+fn ack_clocked_pair(lookahead: u32) -> Vec<Transmit<u32>> {
+    let mut s = Sender::new(SenderConfig {
+        demand_lookahead: lookahead,
+        ..config(Mode::Rts)
+    });
+    s.open_tunnel(1, 0);
+    s.enqueue(0, 1, FULL, 0).unwrap();
+    let mut tx = drain(&mut s, 0);
+    // Every PULL asked for so far arrives: the backlog is served, the packet is in
+    // flight, and a new packet comes in before its ACK.
+    let target = tx.last().unwrap().header.pull_target;
+    s.handle_control(10, 1, &pull(target));
+    tx.extend(drain(&mut s, 10));
+    let target = tx.last().unwrap().header.pull_target;
+    s.handle_control(20, 1, &pull(target));
+    s.enqueue(30, 1, FULL, 1).unwrap();
+    tx.extend(drain(&mut s, 30));
+    tx
+}
+
+#[test]
+fn without_lookahead_a_queue_that_empties_asks_again_with_an_rts() {
+    let kinds: Vec<_> = ack_clocked_pair(0).iter().map(|t| t.header.kind).collect();
+    assert_eq!(
+        kinds,
+        [DataKind::Rts, DataKind::Data, DataKind::Rts],
+        "the second packet waits a round trip for its credit"
+    );
+}
+
+#[test]
+fn lookahead_keeps_credit_waiting_for_the_next_packet() {
+    let tx = ack_clocked_pair(2 * MTU);
+    let kinds: Vec<_> = tx.iter().map(|t| t.header.kind).collect();
+    assert_eq!(kinds, [DataKind::Rts, DataKind::Data, DataKind::Data]);
+    // The RTS had nothing in flight to look ahead from: it asked for its backlog.
+    assert_eq!(tx[0].header.pull_target, 1);
+    // The first packet asked for one more PULL, bounded by its own bytes in flight
+    // (one MTU), not the two MTUs of lookahead; the second for two.
+    assert_eq!(tx[1].header.pull_target, 2);
+    assert_eq!(tx[2].header.pull_target, 4);
+}
+
+#[test]
+fn lookahead_changes_nothing_while_the_backlog_fills_the_window() {
+    let mut s = Sender::new(SenderConfig {
+        demand_lookahead: W,
+        ..config(Mode::Ndp)
+    });
+    s.open_tunnel(1, 0);
+    for i in 0..10 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    let tx = drain(&mut s, 0);
+    let targets: Vec<_> = tx.iter().map(|t| t.header.pull_target).collect();
+    assert_eq!(
+        targets,
+        [1, 2, 3, 4],
+        "one PULL per packet, as without lookahead"
+    );
+    // With the queue nearly empty the lookahead fills the window up to W.
+    s.handle_control(10, 1, &pull(4));
+    let tx = drain(&mut s, 10);
+    let targets: Vec<_> = tx.iter().map(|t| t.header.pull_target).collect();
+    assert_eq!(targets, [5, 6, 7, 8]);
 }
 
 #[test]

@@ -20,14 +20,23 @@ pub const RTO: Time = 200 * PS_PER_US;
 pub const RX: PeerId = 1000;
 pub const MAX_STEPS: usize = 400_000;
 
-/// Sender `id` of the simulated network, in first-RTT `mode`.
-pub fn sender_config(mode: Mode, id: u16, seed: u64) -> SenderConfig {
+/// Demand lookaheads worth trying: none (the backlog only), the default 4 MTUs, and
+/// anything up to beyond the window.
+pub fn lookahead() -> impl proptest::strategy::Strategy<Value = u32> {
+    use proptest::prelude::*;
+    prop_oneof![Just(0), Just(4 * MTU), 0..W + 2 * MTU]
+}
+
+/// Sender `id` of the simulated network, in first-RTT `mode`, asking for
+/// `lookahead` bytes beyond its backlog while it has packets in flight.
+pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderConfig {
     SenderConfig {
         mode,
         mtu: MTU,
         overhead: OVERHEAD,
         window: W,
         initial_window: None,
+        demand_lookahead: lookahead,
         send_queue_packets: 100,
         send_queue_bytes: u64::MAX,
         rto: RTO,

@@ -49,6 +49,8 @@ pub struct EqdsSettings {
     pub window_packets: u32,
     /// Packets an idle tunnel sends unasked; `None`: as the mode says.
     pub initial_window_packets: Option<u32>,
+    /// Credit asked for beyond the backlog while packets are in flight, in packets.
+    pub demand_lookahead_packets: u32,
     pub send_queue: u32,
     pub backpressure: bool,
     /// Pure transport ACKs join their send queue ahead of waiting data.
@@ -81,6 +83,7 @@ impl EqdsSettings {
             overhead: spec.overhead.0 as u32,
             window_packets,
             initial_window_packets: spec.initial_window.map(|p| p.min(window_packets)),
+            demand_lookahead_packets: spec.demand_lookahead,
             send_queue: spec.send_queue,
             backpressure: spec.backpressure,
             acks_first: spec.acks_first,
@@ -203,6 +206,7 @@ impl EqdsLayer {
                     overhead: settings.overhead,
                     window,
                     initial_window: settings.initial_window_packets.map(|p| p * settings.mtu),
+                    demand_lookahead: settings.demand_lookahead_packets * settings.mtu,
                     // Counted in bytes, `send_queue` full packets' worth: see
                     // `EqdsSettings::send_queue_bytes`.
                     send_queue_packets: usize::MAX,

@@ -27,6 +27,7 @@ fn minimal_file_gets_defaults() {
     assert_eq!(c.charged_mtu(), 1514);
     assert_eq!(c.send_queue_packets, 100);
     assert_eq!(c.initial_window_packets, None);
+    assert_eq!(c.demand_lookahead_packets, 4);
     assert_eq!(c.link_rate_bps, 10_000_000_000);
     assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
     assert!(!c.busy_poll);
@@ -90,6 +91,8 @@ fn errors_name_the_key() {
         "{MINIMAL}\n[eqds]\nwindow = 8\ninitial_window = 9"
     ));
     assert!(e.starts_with("eqds.initial_window:"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\ndemand_lookahead = 1001"));
+    assert!(e.starts_with("eqds.demand_lookahead:"), "{e}");
     let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 5000"));
     assert!(e.starts_with("eqds.reorder_timeout_us:"), "{e}");
     let e = err(&MINIMAL.replace("[tunnel]", "[tunnel]\npoll_us = 2000000"));
