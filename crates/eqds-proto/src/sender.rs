@@ -50,18 +50,25 @@
 //! for a thin stream (a few ACKs' worth) and zero for a tunnel that was idle; the
 //! window cap still applies, so the conservation bound is untouched and a tunnel
 //! whose backlog fills the window asks exactly as before. When a stream stops, up to
-//! the lookahead is granted and not used; it expires with the idle tunnel (Q6).
+//! the lookahead is granted and not used; it expires one round trip into the
+//! tunnel's idleness (Q6). Until then it pays for a restart, which is what keeps a
+//! thin stream whose packets are further apart than its round trip from sending an
+//! RTS per packet.
 //!
 //! # Starting and restarting
 //!
 //! A tunnel (re)starts when data arrives while it has no backlog and expects no more
-//! PULLs. If nothing is in flight either, the tunnel was idle: any credit it still
-//! holds is dropped (Q6: stale credit must not be burst into a receiver that has
-//! moved on), and the first-RTT mode decides what happens (item 29-31):
+//! PULLs. If nothing is in flight either, the tunnel was idle, and the first-RTT mode
+//! decides what happens (item 29-31):
 //! - [`Mode::Ndp`], receiver not known to be busy: the tunnel is granted a window W
 //!   of credit and bursts it;
-//! - [`Mode::Rts`], or NDP within the last advertised busy time: the tunnel sends an
-//!   RTS carrying its pull target and owns nothing until PULLs arrive.
+//! - [`Mode::Rts`], receiver not busy, and the tunnel went quiet (its last send or
+//!   control packet) no longer than one smoothed RTT ago: the credit it still holds
+//!   is current and pays for the new data (a "warm" restart, Q6's grace period);
+//! - otherwise, and always within the last advertised busy time: the credit held is
+//!   dropped (Q6: stale credit must not be burst into a receiver that has moved on),
+//!   and the tunnel sends an RTS carrying its pull target and owns nothing until
+//!   PULLs arrive.
 //!
 //! [`SenderConfig::initial_window`] overrides the burst of either mode: a smaller NDP
 //! burst, or in RTS mode a few packets sent unasked to an idle receiver (they carry
@@ -286,6 +293,9 @@ pub struct TunnelStats {
     pub free_credit_bytes: u64,
     /// NDP (re)starts that granted credit.
     pub bursts: u64,
+    /// Idle restarts that spent credit still held from a round trip ago instead of
+    /// asking with an RTS (Q6).
+    pub warm_restarts: u64,
     /// RTS packets sent (starts in RTS mode, busy-time rule, credit-loss recovery).
     pub rts_sent: u64,
     /// Credit-loss recoveries started (item 27).
@@ -499,6 +509,7 @@ impl<P> Tunnel<P> {
                 rto: 0,
                 free_credit_bytes: 0,
                 bursts: 0,
+                warm_restarts: 0,
                 rts_sent: 0,
                 credit_loss_rts: 0,
                 bytes_sent: 0,
@@ -886,15 +897,24 @@ impl<P: Clone> Sender<P> {
         if restart {
             t.expire_strays(now, t.rtt.rto(cfg.rto));
             if t.nothing_on_the_wire() {
-                // Idle: credit still held is stale (Q6); the mode decides the fresh
-                // window.
-                t.credit = 0;
+                // Idle. The mode decides the fresh window. Credit still held is
+                // stale (Q6) unless the tunnel went quiet less than a round trip ago
+                // and the receiver is not busy: then it is what the last PULLs (or
+                // the lookahead) granted for data like this, and spending it saves
+                // the RTS's round trip. A busy receiver gets an RTS whatever is held,
+                // so leftover NDP credit is never burst into it.
                 let free = cfg.first_rtt_credit();
-                if free >= charged && now >= t.busy_until {
+                let idle = now >= t.busy_until;
+                let srtt = t.rtt.srtt().unwrap_or(0);
+                let warm = idle && now.saturating_sub(t.quiet_since) <= srtt;
+                if free >= charged && idle {
                     t.credit = i64::from(free);
                     t.stats.free_credit_bytes += u64::from(free);
                     t.stats.bursts += 1;
+                } else if warm && t.credit >= i64::from(charged) {
+                    t.stats.warm_restarts += 1;
                 } else {
+                    t.credit = 0;
                     t.rts_pending = true;
                 }
             } else if t.credit < i64::from(charged) {

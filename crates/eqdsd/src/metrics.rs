@@ -63,7 +63,7 @@ pub fn render(engine: &Engine, out: &mut String) {
     // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
     // reorder depth. One line per metric per peer, labelled by the peer's endpoint.
     type Getter = fn(&Engine, u32) -> Option<i128>;
-    let tunnel_metrics: [(&str, &str, &str, Getter); 15] = [
+    let tunnel_metrics: [(&str, &str, &str, Getter); 16] = [
         (
             "tx_send_queue_bytes",
             "gauge",
@@ -129,6 +129,12 @@ pub fn render(engine: &Engine, out: &mut String) {
             "gauge",
             "ACKed packets with a resent copy still on its way",
             |e, p| e.sender().tunnel(p).map(|t| t.stray_packets as i128),
+        ),
+        (
+            "tx_warm_restarts_total",
+            "counter",
+            "Idle restarts paid for by credit held from the last round trip, not an RTS",
+            |e, p| e.sender().tunnel(p).map(|t| t.warm_restarts.into()),
         ),
         (
             "tx_epochs_total",

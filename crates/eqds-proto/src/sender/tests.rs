@@ -424,6 +424,46 @@ fn lookahead_changes_nothing_while_the_backlog_fills_the_window() {
     assert_eq!(targets, [5, 6, 7, 8]);
 }
 
+/// An RTS-mode tunnel with a lookahead of one MTU sends a packet at 0 and gets
+/// its PULLs, then an ACK at 1000 (one sample: srtt 1000 ps) that leaves it idle,
+/// holding the MTU of credit the lookahead asked for; new data arrives at `at`.
+fn idle_with_credit_then_data_at(at: Time) -> (Sender<u32>, Vec<Transmit<u32>>) {
+    let mut s = Sender::new(SenderConfig {
+        demand_lookahead: MTU,
+        ..config(Mode::Rts)
+    });
+    s.open_tunnel(1, 0);
+    s.enqueue(0, 1, FULL, 0).unwrap();
+    drain(&mut s, 0);
+    s.handle_control(0, 1, &pull(1));
+    let data = drain(&mut s, 0);
+    assert_eq!(data[0].header.pull_target, 2, "one MTU of lookahead");
+    s.handle_control(0, 1, &pull(2));
+    s.handle_control(1_000, 1, &control(ControlKind::Ack, 0, 2, 0));
+    assert_eq!(s.tunnel(1).unwrap().credit, i64::from(MTU));
+    s.enqueue(at, 1, FULL, 1).unwrap();
+    let tx = drain(&mut s, at);
+    (s, tx)
+}
+
+#[test]
+fn credit_held_from_a_round_trip_ago_pays_for_a_restart() {
+    let (s, tx) = idle_with_credit_then_data_at(2_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Data, "no RTS round trip");
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.warm_restarts, st.rts_sent, st.credit), (1, 1, 0));
+}
+
+#[test]
+fn credit_held_longer_than_a_round_trip_is_stale() {
+    let (s, tx) = idle_with_credit_then_data_at(2_001);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.warm_restarts, st.rts_sent, st.credit), (0, 2, 0));
+}
+
 #[test]
 fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
     let mut s = loaded(Mode::Rts, 2);

@@ -266,6 +266,7 @@ impl EqdsLayer {
                 t.rto_expiries += s.rto_expiries;
                 t.credit_loss_rts += s.credit_loss_rts;
                 t.bursts += s.bursts;
+                t.warm_restarts += s.warm_restarts;
                 t.epochs += s.epochs;
             }
             let e = host.rx.stats();
@@ -285,6 +286,8 @@ pub struct TunnelTotals {
     pub credit_loss_rts: u64,
     /// NDP-mode (re)starts that burst a window.
     pub bursts: u64,
+    /// Idle restarts paid for by credit held from the last round trip.
+    pub warm_restarts: u64,
     pub epochs: u64,
     pub duplicates: u64,
     pub rst_sent: u64,
