@@ -31,8 +31,7 @@ use proptest::prelude::*;
 
 mod common;
 use common::{
-    lookahead, receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RX,
-    W,
+    lookahead, receiver_config, senders, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RX, W,
 };
 
 type Pending = Scheduled<Event>;
@@ -137,16 +136,7 @@ struct World {
 impl World {
     fn new(p: Params) -> Self {
         let mut rng = Rng(p.seed);
-        let senders = (0..p.senders)
-            .map(|i| {
-                Sender::new(sender_config(
-                    p.mode,
-                    i as u16,
-                    p.lookahead,
-                    p.seed ^ i as u64,
-                ))
-            })
-            .collect();
+        let senders = senders(p.senders, p.mode, p.lookahead, p.seed);
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
             credit: receiver_config(1, 0),
             // In packets: W is up to 266 packets of 45 bytes.

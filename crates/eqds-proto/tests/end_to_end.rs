@@ -42,8 +42,7 @@ use proptest::prelude::*;
 
 mod common;
 use common::{
-    lookahead, receiver_config, sender_config, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD,
-    RTO, RX,
+    lookahead, receiver_config, senders, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RTO, RX,
 };
 
 type Pending = Scheduled<Event>;
@@ -130,16 +129,7 @@ struct World {
 impl World {
     fn new(p: Params) -> Self {
         let mut rng = Rng(p.seed);
-        let senders = (0..p.senders)
-            .map(|i| {
-                Sender::new(sender_config(
-                    p.mode,
-                    i as u16,
-                    p.lookahead,
-                    p.seed ^ i as u64,
-                ))
-            })
-            .collect();
+        let senders = senders(p.senders, p.mode, p.lookahead, p.seed);
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
             // Deferred, cumulative ACKs (Q9) under the same loss, reordering,
             // duplication and state drops as everything else.

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use eqds_proto::receiver::{Policy, ReceiverConfig};
-use eqds_proto::sender::{Mode, PeerId, SenderConfig};
+use eqds_proto::sender::{Mode, PeerId, Sender, SenderConfig};
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::wire::NextProto;
 use std::cmp::Ordering;
@@ -46,6 +46,13 @@ pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderCo
         next_proto: NextProto::Ipv4,
         seed,
     }
+}
+
+/// `count` senders with ids 0.., each seeded from `seed` and its id.
+pub fn senders(count: usize, mode: Mode, lookahead: u32, seed: u64) -> Vec<Sender<u64>> {
+    (0..count)
+        .map(|i| Sender::new(sender_config(mode, i as u16, lookahead, seed ^ i as u64)))
+        .collect()
 }
 
 /// The receiver's credit scheduler at 10 Gbps, FIFO, ACKing as `ack_coalesce` and
