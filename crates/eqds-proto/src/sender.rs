@@ -28,9 +28,10 @@
 //! held credit count towards the window, and the target then equals
 //! `packets sent + W/MTU - initial credit` while demand lasts: every packet that
 //! reaches the receiver earns exactly one PULL back, which is the conservation
-//! invariant of item 15. It never decreases while a tunnel is busy, so the receiver
-//! may keep the serial maximum of the targets it has seen (retransmissions carry old
-//! sequence numbers but current targets).
+//! invariant of item 15. It never decreases while a tunnel is busy (the lookahead
+//! below could lower it, so the sender never sends a target below its last), and the
+//! receiver may keep the serial maximum of the targets it has seen (retransmissions
+//! carry old sequence numbers but current targets).
 //!
 //! # Lookahead
 //!
@@ -691,7 +692,16 @@ impl<P> Tunnel<P> {
             0
         };
         // `pulls` <= W/MTU + 1, far below 2^31, so the cast cannot truncate.
-        self.highest_pull.wrapping_add(pulls as u32)
+        let target = self.highest_pull.wrapping_add(pulls as u32);
+        // Never below a target already sent: the receiver keeps the highest it has
+        // seen, so a lower one would leave PULLs owed that the restart test (every
+        // PULL asked for has arrived) does not know of. The backlog term alone never
+        // lowers the target; the lookahead does when ACKs shrink what is in flight.
+        if seq_lt(target, self.last_target) {
+            self.last_target
+        } else {
+            target
+        }
     }
 
     fn snapshot(&self, min_rto: Time) -> TunnelStats {
@@ -963,6 +973,9 @@ impl<P: Clone> Sender<P> {
             // was; take it as the baseline.
             t.pull_unsynced = false;
             t.highest_pull = header.pull_no;
+            // Targets sent before this counted from our own zero; the receiver saw
+            // them as behind its count. Nothing is owed beyond it.
+            t.last_target = header.pull_no;
         }
         // Every control type carries the cumulative pull number (Q3).
         let gained = seq_diff(header.pull_no, t.highest_pull);

@@ -556,3 +556,28 @@ fn second_ndp_burst_with_a_pull_still_owed() {
         seed: 14_952_081_423_499_498_464,
     });
 }
+
+/// A case proptest found with the demand lookahead: W + 1 MTU for one tunnel. A
+/// packet sent with a large window in flight asked for PULLs to cover its lookahead;
+/// ACKs then shrank what was in flight, and a later resend asked for less. The
+/// receiver keeps the highest target, so it still owed the PULLs the sender no longer
+/// counted on; the sender took its tunnel for idle and burst a fresh window on top of
+/// them. Targets now never fall below one already sent (`Tunnel::pull_target`).
+#[test]
+fn lookahead_target_lowered_by_acks_while_pulls_were_owed() {
+    run(Params {
+        senders: 3,
+        mode: Mode::Ndp,
+        chaos: Chaos {
+            data_loss: 106,
+            data_dup: 0,
+            data_trim: 73,
+            data_jitter: 0,
+            ctrl_loss: 108,
+            ctrl_jitter: 19_295_835,
+        },
+        full_size: true,
+        lookahead: 9001,
+        seed: 7_218_466_214_045_251_255,
+    });
+}

@@ -465,6 +465,40 @@ fn credit_held_longer_than_a_round_trip_is_stale() {
 }
 
 #[test]
+fn a_target_never_falls_below_one_already_sent() {
+    let mut s = Sender::new(SenderConfig {
+        demand_lookahead: W,
+        ..config(Mode::Ndp)
+    });
+    s.open_tunnel(1, 0);
+    for i in 0..4 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    let targets: Vec<_> = drain(&mut s, 0)
+        .iter()
+        .map(|t| t.header.pull_target)
+        .collect();
+    assert_eq!(
+        targets,
+        [1, 2, 3, 4],
+        "the last asks for its whole window in flight"
+    );
+    // Three ACKs shrink what is in flight, a NACK queues the fourth for a resend,
+    // and one PULL pays for it.
+    for seq in 0..3 {
+        s.handle_control(10, 1, &control(ControlKind::Ack, seq, 0, 0));
+    }
+    s.handle_control(10, 1, &control(ControlKind::Nack, 3, 0, 0));
+    s.handle_control(20, 1, &pull(1));
+    let tx = drain(&mut s, 20);
+    assert_eq!(tx.len(), 1);
+    // Its own lookahead would ask for 1 + 1; the receiver still owes PULLs up to 4,
+    // and the sender must keep counting on them.
+    assert_eq!(tx[0].header.pull_target, 4);
+    assert_eq!(s.tunnel(1).unwrap().last_pull_target, 4);
+}
+
+#[test]
 fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
     let mut s = loaded(Mode::Rts, 2);
     drain(&mut s, 0);
