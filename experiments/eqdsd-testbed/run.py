@@ -295,6 +295,20 @@ def main() -> int:
         quantities,
         experiment="eqdsd-testbed",
         also_measured=m,
+        notes=[
+            (
+                "The two cores are shared by up to ten daemons at SCHED_FIFO, the hosts, "
+                "the router and iperf3, so one run's figures move by several percent: on "
+                "2026-11-23 the plain path's one flow ranged 166-189 Mbit/s across runs. "
+                "Compare builds by alternating them. For the demand lookahead and warm "
+                "restarts (eqds-proto), three alternated 10-host incasts of each build "
+                "gave 177-179 Mbit/s before and 169-183 with them; with them, lookahead 0 "
+                "against 4 gave 171-181 and 178-185 (three each, twice over); full runs "
+                "gave an incast aggregate of 0.89-0.91 of the tc rate before (two runs) "
+                "and 0.84-0.89 with them (five runs), and one flow 0.89-0.90 and "
+                "0.87-0.91. No difference stands out of the noise."
+            ),
+        ],
     )
     print(
         "\n".join(
