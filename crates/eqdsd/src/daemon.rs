@@ -8,6 +8,7 @@
 //! without sleeping.
 
 use std::io::{self, ErrorKind};
+use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,7 @@ use crate::engine::{Datagram, Engine, NativeOutcome, NATIVE_AT};
 use crate::gro::Coalescer;
 use crate::gso;
 use crate::metrics;
+use crate::native::{Kind, NativeHeader};
 use crate::pool::{BufId, INNER};
 use crate::sys::tun::Tun;
 use crate::sys::udp::{Coalesced, Received, Sockets, BATCH, GRO_BATCH};
@@ -55,6 +57,11 @@ struct App {
     path: PathBuf,
     out: UnixDatagram,
     writable: bool,
+    /// A reply (BUSY, REJECT, HELLO) its full receive queue did not take. Until it
+    /// is delivered the daemon reads nothing more from the native socket: an
+    /// application must hear of every payload refused, in order, or it would count
+    /// it as taken.
+    pending: Option<NativeHeader>,
 }
 
 impl NativeIo {
@@ -100,6 +107,7 @@ impl NativeIo {
             path: from.to_owned(),
             out,
             writable: true,
+            pending: None,
         });
     }
 }
@@ -217,6 +225,8 @@ pub fn run(config: &Config) -> Result<()> {
                 NATIVE_APP => {
                     if let Some(app) = native.as_mut().and_then(|n| n.app.as_mut()) {
                         app.writable = true;
+                        // Reading may have stopped behind an undelivered reply.
+                        native_ready = true;
                     }
                 }
                 METRICS => {
@@ -409,6 +419,10 @@ fn read_native(
     epoch: u64,
 ) -> Result<bool> {
     for _ in 0..NATIVE_READS_PER_TURN {
+        if !deliver_pending_reply(native) {
+            // Resumed by the application's socket turning writable.
+            return Ok(false);
+        }
         let Some(b) = engine.alloc() else {
             return Ok(true);
         };
@@ -435,12 +449,46 @@ fn read_native(
         if let Some(path) = from.as_pathname() {
             native.heard_from(path, registry);
         }
-        if let (NativeOutcome::Refused(h), Some(app)) = (outcome, native.app.as_ref()) {
-            // A reply that does not fit is lost, but the refusal is counted either way.
-            let _ = app.out.send(&h.encode());
+        let reply = match outcome {
+            NativeOutcome::Refused(h) => Some(h),
+            NativeOutcome::Hello => Some(NativeHeader {
+                kind: Kind::Hello,
+                peer: Ipv4Addr::UNSPECIFIED,
+                reason: None,
+            }),
+            NativeOutcome::Queued | NativeOutcome::Malformed => None,
+        };
+        if let (Some(h), Some(app)) = (reply, native.app.as_mut()) {
+            app.pending = Some(h);
         }
     }
-    Ok(true)
+    Ok(deliver_pending_reply(native))
+}
+
+/// Sends the application its pending reply, if any; false while its receive queue
+/// is full (it is then marked not writable, and epoll says when it drains).
+fn deliver_pending_reply(native: &mut NativeIo) -> bool {
+    let Some(app) = native.app.as_mut() else {
+        return true;
+    };
+    let Some(h) = app.pending else {
+        return true;
+    };
+    match app.out.send(&h.encode()) {
+        Ok(_) => {
+            app.pending = None;
+            true
+        }
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
+            app.writable = false;
+            false
+        }
+        Err(_) => {
+            // The application went away; the refusal is counted either way.
+            native.app = None;
+            true
+        }
+    }
 }
 
 /// Hands delivered native payloads to the application while its socket takes them.

@@ -17,6 +17,7 @@
 //! | 0    | DATA   | app to daemon | destination    | required (1..=inner MTU) |
 //! | 0    | DATA   | daemon to app | source         | as the sender wrote it |
 //! | 1    | HELLO  | app to daemon | 0.0.0.0        | none                   |
+//! | 1    | HELLO  | daemon to app | 0.0.0.0        | none                   |
 //! | 2    | BUSY   | daemon to app | destination    | none                   |
 //! | 3    | REJECT | daemon to app | destination    | none; `reason` says why |
 //!
@@ -30,6 +31,13 @@
 //! BUSY means the destination's send queue was full and the payload was not taken
 //! (the application backs off and sends it again if it wants to); REJECT means it
 //! never will be (`reason`: [`Reject`]). `reason` is 0 in every other kind.
+//!
+//! Replies are reliable and in order: the daemon answers each HELLO with a HELLO,
+//! and a reply the application's receive queue cannot take waits, with the daemon
+//! reading nothing more, until the queue drains (Linux queues only
+//! `net.unix.max_dgram_qlen`, often 10, datagrams per socket). So an application
+//! that has its HELLO answered has heard of every payload before it that was
+//! refused; eqdsperf uses this to count what the daemon took.
 //!
 //! Decoding is strict like the EQDS wire format: anything else is an error, counted
 //! and dropped by the daemon, never a panic.

@@ -129,6 +129,8 @@ enum Incoming<'a> {
     Data(Ipv4Addr, &'a [u8]),
     Busy,
     Reject(String),
+    /// The daemon's answer to our HELLO: it has handled everything we sent before.
+    Hello,
 }
 
 impl Endpoint {
@@ -147,15 +149,38 @@ impl Endpoint {
             own,
             buf: vec![0; RECV_MAX],
         };
+        ep.hello()
+            .with_context(|| format!("no daemon at {}", ep.daemon.display()))?;
+        Ok(ep)
+    }
+
+    fn hello(&self) -> std::io::Result<usize> {
         let hello = NativeHeader {
             kind: Kind::Hello,
             peer: Ipv4Addr::UNSPECIFIED,
             reason: None,
         };
-        ep.sock
-            .send_to(&hello.encode(), &ep.daemon)
-            .with_context(|| format!("no daemon at {}", ep.daemon.display()))?;
-        Ok(ep)
+        self.sock.send_to(&hello.encode(), &self.daemon)
+    }
+
+    /// Waits until the daemon has handled every datagram sent so far: it answers a
+    /// HELLO after the BUSY and REJECT replies to what came before it. Returns the
+    /// BUSY replies seen meanwhile.
+    fn sync(&mut self) -> Result<u64> {
+        self.hello()
+            .with_context(|| format!("sending HELLO to {}", self.daemon.display()))?;
+        let mut busy = 0;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            match self.recv()? {
+                Some(Incoming::Hello) => return Ok(busy),
+                Some(Incoming::Busy) => busy += 1,
+                Some(Incoming::Reject(why)) => bail!("the daemon rejected a payload: {why}"),
+                Some(Incoming::Data(..)) => {}
+                None => std::thread::sleep(Duration::from_micros(100)),
+            }
+        }
+        bail!("the daemon did not answer HELLO within 10 s")
     }
 
     /// Sends `payload` to `peer`; `false` if the socket would block.
@@ -191,7 +216,7 @@ impl Endpoint {
             Kind::Data => Incoming::Data(h.peer, payload),
             Kind::Busy => Incoming::Busy,
             Kind::Reject => Incoming::Reject(format!("{:?} for {}", h.reason, h.peer)),
-            Kind::Hello => return Ok(None),
+            Kind::Hello => Incoming::Hello,
         }))
     }
 }
@@ -364,7 +389,7 @@ fn blast(ep: &mut Endpoint, to: Ipv4Addr, run: Duration, size: usize) -> Result<
                     backoff = true;
                 }
                 Incoming::Reject(why) => bail!("the daemon rejected the payload: {why}"),
-                Incoming::Data(..) => {}
+                Incoming::Data(..) | Incoming::Hello => {}
             }
         }
         if backoff {
@@ -373,14 +398,9 @@ fn blast(ep: &mut Endpoint, to: Ipv4Addr, run: Duration, size: usize) -> Result<
         }
     }
     let seconds = start.elapsed().as_secs_f64();
-    // Every BUSY is sent as the daemon reads the datagram it refuses, within
-    // microseconds: collect the last ones before the totals are final.
-    std::thread::sleep(Duration::from_millis(50));
-    while let Some(m) = ep.recv()? {
-        if let Incoming::Busy = m {
-            busy += 1;
-        }
-    }
+    // The daemon may not have read the last payloads yet, nor told us which it
+    // refused: the totals are final once it answers a HELLO sent behind them.
+    busy += ep.sync()?;
     let packets = sent - busy;
     let bytes = packets * size as u64;
     // END travels behind the data in the same tunnel, in order: its REPORT counts all
@@ -411,7 +431,7 @@ fn blast(ep: &mut Endpoint, to: Ipv4Addr, run: Duration, size: usize) -> Result<
                 }
                 Some(Incoming::Busy) => break,
                 Some(Incoming::Reject(why)) => bail!("the daemon rejected END: {why}"),
-                None => {}
+                Some(Incoming::Hello) | None => {}
             }
         }
     }
@@ -506,7 +526,7 @@ fn ping_pong(ep: &mut Endpoint, to: Ipv4Addr, run: Duration, size: usize) -> Res
                     break;
                 }
                 Some(Incoming::Reject(why)) => bail!("the daemon rejected the ping: {why}"),
-                None => {}
+                Some(Incoming::Hello) | None => {}
             }
         }
         if !answered {
