@@ -400,16 +400,23 @@ fn lookahead_keeps_credit_waiting_for_the_next_packet() {
     assert_eq!(tx[2].header.pull_target, 4);
 }
 
-#[test]
-fn lookahead_changes_nothing_while_the_backlog_fills_the_window() {
+/// An NDP-mode sender with a lookahead of a whole window and `n` full packets
+/// (payloads 0..n) queued for peer 1 at time 0.
+fn ndp_looking_a_window_ahead(n: u32) -> Sender<u32> {
     let mut s = Sender::new(SenderConfig {
         demand_lookahead: W,
         ..config(Mode::Ndp)
     });
     s.open_tunnel(1, 0);
-    for i in 0..10 {
+    for i in 0..n {
         s.enqueue(0, 1, FULL, i).unwrap();
     }
+    s
+}
+
+#[test]
+fn lookahead_changes_nothing_while_the_backlog_fills_the_window() {
+    let mut s = ndp_looking_a_window_ahead(10);
     let tx = drain(&mut s, 0);
     let targets: Vec<_> = tx.iter().map(|t| t.header.pull_target).collect();
     assert_eq!(
@@ -466,14 +473,7 @@ fn credit_held_longer_than_a_round_trip_is_stale() {
 
 #[test]
 fn a_target_never_falls_below_one_already_sent() {
-    let mut s = Sender::new(SenderConfig {
-        demand_lookahead: W,
-        ..config(Mode::Ndp)
-    });
-    s.open_tunnel(1, 0);
-    for i in 0..4 {
-        s.enqueue(0, 1, FULL, i).unwrap();
-    }
+    let mut s = ndp_looking_a_window_ahead(4);
     let targets: Vec<_> = drain(&mut s, 0)
         .iter()
         .map(|t| t.header.pull_target)
