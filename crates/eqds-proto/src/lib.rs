@@ -15,6 +15,7 @@
 //!   send, in-flight and retransmit queues, and start in NDP or RTS mode.
 //! - [`receiver`]: the receiving EQIF's credit scheduler: the active sender list,
 //!   paced PULLs, ACK/NACK and busy time.
+//! - [`paths`]: per-path counters and RTTs of a tunnel (item 43), when asked for.
 //! - [`reorder`]: the receiving EQIF's per-tunnel reorder queue: in-order release,
 //!   bounded by W, with a hole timeout and an unordered bypass.
 //! - [`tunnel`]: the sender and receiver tunnel state machines of Appendix A: zero-RTT
@@ -29,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod eqif;
+pub mod paths;
 pub mod receiver;
 pub mod reorder;
 pub mod rtt;

@@ -117,6 +117,7 @@
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
+use crate::paths::{PathStats, PathTable};
 use crate::rtt::RttEstimator;
 use crate::time::{Time, PS_PER_MS, PS_PER_NS};
 use crate::tunnel::{Actions, TxAction, TxEvent, TxState, TxTunnel};
@@ -195,6 +196,13 @@ pub struct SenderConfig {
     pub next_proto: NextProto,
     /// Seed of the path permutations, so runs are reproducible. Default 0.
     pub seed: u64,
+    /// Keep per-path statistics in every tunnel ([`crate::paths`]): one entry per
+    /// path id per tunnel. Default false.
+    pub path_stats: bool,
+    /// After a trim (NACK or returned header) or a retransmit timeout of a packet
+    /// sent on a path, the tunnel sprays around that path for this long
+    /// (`PathCycle`). Default 0: off, every path in turn whatever happened on it.
+    pub path_avoidance: Time,
 }
 
 impl SenderConfig {
@@ -224,6 +232,8 @@ impl Default for SenderConfig {
             sender_id: 0,
             next_proto: NextProto::Ipv4,
             seed: 0,
+            path_stats: false,
+            path_avoidance: 0,
         }
     }
 }
@@ -260,7 +270,7 @@ pub struct Acked<P> {
     pub dst: PeerId,
     /// The payload, for the caller to free.
     pub payload: P,
-    /// Path of its last transmission (item 43: per-path statistics).
+    /// Path of its last transmission (item 43; see [`crate::paths`]).
     pub path_id: u16,
     /// Time from its transmission to the ACK, if it was sent exactly once (Karn's
     /// rule: a resent packet's ACK is ambiguous).
@@ -328,7 +338,7 @@ struct Sent<P> {
     seq: u32,
     /// Charged length (inner packet plus overhead).
     len: u32,
-    /// Path of the latest transmission (item 43: per-path statistics later).
+    /// Path of the latest transmission (item 43): answers are counted against it.
     path_id: u16,
     /// Time of the latest transmission; the retransmit timer runs from it.
     sent_at: Time,
@@ -367,21 +377,54 @@ struct Stray {
 
 /// A random permutation of the path ids, walked round robin and reshuffled at every
 /// wrap, so that each tunnel covers all paths evenly but unpredictably (item 42, Q15).
+///
+/// With path avoidance on ([`SenderConfig::path_avoidance`]), a path that trimmed or
+/// lost a packet is skipped until its avoidance ends, unless every path is avoided,
+/// when spraying goes on as if none were: a first step towards the load-aware path
+/// choice the paper leaves to future work.
 #[derive(Debug)]
 struct PathCycle {
     order: Vec<u16>,
     next: usize,
+    /// Per path id, the time until which it is skipped; empty when avoidance is off.
+    avoid_until: Vec<Time>,
 }
 
 impl PathCycle {
-    fn new(paths: u16) -> Self {
+    fn new(paths: u16, avoidance: bool) -> Self {
         Self {
             order: (0..paths).collect(),
             next: 0,
+            avoid_until: if avoidance {
+                vec![0; usize::from(paths)]
+            } else {
+                Vec::new()
+            },
         }
     }
 
-    fn next(&mut self, rng: &mut SplitMix64) -> u16 {
+    /// The path for the next packet sent at `now`.
+    fn next(&mut self, rng: &mut SplitMix64, now: Time) -> u16 {
+        if !self.avoid_until.is_empty() {
+            for _ in 0..self.order.len() {
+                let path = self.step(rng);
+                if self.avoid_until[usize::from(path)] <= now {
+                    return path;
+                }
+            }
+        }
+        self.step(rng)
+    }
+
+    /// Skips `path` until `until` (no-op when avoidance is off).
+    fn avoid(&mut self, path: u16, until: Time) {
+        if let Some(t) = self.avoid_until.get_mut(usize::from(path)) {
+            *t = (*t).max(until);
+        }
+    }
+
+    /// The next path of the permutation, reshuffling at the wrap.
+    fn step(&mut self, rng: &mut SplitMix64) -> u16 {
         if self.next == 0 {
             // Fisher-Yates.
             for i in (1..self.order.len()).rev() {
@@ -461,6 +504,8 @@ struct Tunnel<P> {
     ready: bool,
     /// Path ids of this tunnel.
     paths: PathCycle,
+    /// What each path id saw (empty unless `SenderConfig::path_stats`).
+    path_stats: PathTable,
     /// The Appendix A state machine.
     fsm: TxTunnel,
     /// First sequence number of the current epoch.
@@ -472,7 +517,7 @@ struct Tunnel<P> {
 }
 
 impl<P> Tunnel<P> {
-    fn new(peer: PeerId, first_seq: u32, paths: u16, fsm: TxTunnel) -> Self {
+    fn new(peer: PeerId, first_seq: u32, cfg: &SenderConfig, fsm: TxTunnel) -> Self {
         Self {
             peer,
             fsm,
@@ -496,7 +541,8 @@ impl<P> Tunnel<P> {
             quiet_since: 0,
             rts_pending: false,
             ready: false,
-            paths: PathCycle::new(paths),
+            paths: PathCycle::new(cfg.paths, cfg.path_avoidance > 0),
+            path_stats: PathTable::new(cfg.path_stats, cfg.paths),
             stats: TunnelStats {
                 credit: 0,
                 highest_pull: 0,
@@ -554,19 +600,30 @@ impl<P> Tunnel<P> {
         self.fsm.syn() && self.next_seq.wrapping_sub(self.isn) >= EPOCH_BLOCK
     }
 
-    /// A NACK or returned header for `seq`: the packet moves to the retransmit queue
-    /// if it is in flight, or one copy of a stray is accounted for. Returns whether
-    /// the packet was in flight.
-    fn echo(&mut self, seq: u32) -> bool {
+    /// A NACK or returned header for `seq` at `now`: the packet moves to the
+    /// retransmit queue if it is in flight (and its path is avoided for `avoidance`),
+    /// or one copy of a stray is accounted for. Returns whether the packet was in
+    /// flight.
+    fn echo(&mut self, seq: u32, now: Time, avoidance: Time) -> bool {
         if let Some(pos) = self.in_flight.iter().position(|p| p.seq == seq) {
             let mut pkt = self.in_flight.remove(pos).expect("position is in range");
             pkt.echoes = pkt.echoes.saturating_add(1);
+            self.path_failed(pkt.path_id, now, avoidance, |p| p.trimmed += 1);
             move_to_retransmit(self, pkt);
             true
         } else {
             self.stray_answered(seq);
             false
         }
+    }
+
+    /// A packet sent on `path` was trimmed or lost: counted (by `count`) if
+    /// statistics are kept, and the path avoided until `now + avoidance`.
+    fn path_failed(&mut self, path: u16, now: Time, avoidance: Time, count: fn(&mut PathStats)) {
+        if let Some(stats) = self.path_stats.get_mut(path) {
+            count(stats);
+        }
+        self.paths.avoid(path, now.saturating_add(avoidance));
     }
 
     /// One copy of stray `seq` was answered (ACK, NACK or returned header).
@@ -803,7 +860,7 @@ impl<P: Clone> Sender<P> {
             return false;
         }
         let fsm = TxTunnel::syn_sent(epoch_of(first_seq));
-        let mut t = Tunnel::new(dst, first_seq, self.config.paths, fsm);
+        let mut t = Tunnel::new(dst, first_seq, &self.config, fsm);
         t.stats.epochs = 1;
         self.index.insert(dst, self.tunnels.len());
         self.tunnels.push(t);
@@ -818,7 +875,7 @@ impl<P: Clone> Sender<P> {
         let Some(&idx) = self.index.get(&dst) else {
             return Vec::new();
         };
-        let mut fresh = Tunnel::new(dst, 0, self.config.paths, TxTunnel::new());
+        let mut fresh = Tunnel::new(dst, 0, &self.config, TxTunnel::new());
         let t = &mut self.tunnels[idx];
         // Keep the ready-list membership bit: the index may still be on the list.
         fresh.ready = t.ready;
@@ -887,7 +944,7 @@ impl<P: Clone> Sender<P> {
         };
         if !self.index.contains_key(&dst) {
             self.index.insert(dst, self.tunnels.len());
-            let t = Tunnel::new(dst, 0, self.config.paths, TxTunnel::new());
+            let t = Tunnel::new(dst, 0, &self.config, TxTunnel::new());
             self.tunnels.push(t);
         }
         let idx = self.index[&dst];
@@ -1038,7 +1095,7 @@ impl<P: Clone> Sender<P> {
                 // Only a packet still in flight moves: a NACK for one already queued
                 // for resend (duplicate trim) or already ACKed changes nothing, but
                 // for a stray's copy.
-                t.echo(header.ack_no);
+                t.echo(header.ack_no, now, cfg.path_avoidance);
             }
         }
         if t.stalled() && seq_le(t.last_target, t.highest_pull) {
@@ -1068,7 +1125,7 @@ impl<P: Clone> Sender<P> {
             return;
         };
         let t = &mut self.tunnels[idx];
-        if !t.echo(seq) {
+        if !t.echo(seq, now, self.config.path_avoidance) {
             return;
         }
         t.stats.returned += 1;
@@ -1161,6 +1218,7 @@ impl<P: Clone> Sender<P> {
             while t.in_flight.front().is_some_and(|p| p.sent_at + rto <= now) {
                 let pkt = t.in_flight.pop_front().expect("front exists");
                 t.stats.rto_expiries += 1;
+                t.path_failed(pkt.path_id, now, cfg.path_avoidance, |p| p.timed_out += 1);
                 move_to_retransmit(t, pkt);
             }
             t.expire_strays(now, rto);
@@ -1177,6 +1235,14 @@ impl<P: Clone> Sender<P> {
         self.index
             .get(&dst)
             .map(|&i| self.tunnels[i].snapshot(self.config.rto))
+    }
+
+    /// What the tunnel to `dst` saw on each path id, indexed by path id: empty
+    /// unless [`SenderConfig::path_stats`] is set, `None` if there is no tunnel.
+    pub fn path_stats(&self, dst: PeerId) -> Option<&[PathStats]> {
+        self.index
+            .get(&dst)
+            .map(|&i| self.tunnels[i].path_stats.as_slice())
     }
 
     /// A snapshot of every tunnel, with its destination, in creation order.
@@ -1255,7 +1321,7 @@ fn send_rts<P>(
             next_proto: NextProto::None,
             seq,
             pull_target: t.last_target,
-            path_id: t.paths.next(rng),
+            path_id: t.paths.next(rng, now),
             sender_id: cfg.sender_id,
         },
         payload: None,
@@ -1286,7 +1352,10 @@ fn send_data<P: Clone>(
     t.credit -= i64::from(len);
     t.stats.bytes_sent += u64::from(len);
     t.quiet_since = now;
-    let path_id = t.paths.next(rng);
+    let path_id = t.paths.next(rng, now);
+    if let Some(path) = t.path_stats.get_mut(path_id) {
+        path.sent += 1;
+    }
     t.in_flight.push_back(Sent {
         seq,
         len,
@@ -1403,6 +1472,12 @@ fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acke
             (pkt, None)
         }
     };
+    if let Some(path) = t.path_stats.get_mut(pkt.path_id) {
+        path.acked += 1;
+        if let Some(sample) = rtt {
+            path.sample(sample);
+        }
+    }
     let copies = pkt.copies_left_after_echo(now, t.rtt.min_rtt());
     if copies > 0 {
         t.strays.push(Stray {

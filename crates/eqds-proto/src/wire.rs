@@ -312,12 +312,7 @@ impl DataHeader {
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         check_flags(self.kind as u8, self.flags(), self.kind.allowed_flags())?;
         check_next_proto(self.kind, self.next_proto)?;
-        let len = buf.len();
-        let out = buf
-            .first_chunk_mut::<HEADER_LEN>()
-            .ok_or(WireError::BufferTooSmall { len })?;
-        out[field::VERSION_TYPE] = version_type(self.kind as u8);
-        out[field::FLAGS] = self.flags();
+        let out = start_header(buf, self.kind as u8, self.flags())?;
         out[field::NEXT_PROTO] = self.next_proto as u8;
         out[field::RESERVED] = 0;
         write_u32(out, field::SEQ, self.seq);
@@ -375,6 +370,19 @@ impl DataHeader {
     }
 }
 
+/// Writes the two bytes both layouts share (version and type, flags) into `buf` and
+/// returns the header's bytes for the rest; writes nothing if `buf` cannot hold a
+/// header.
+fn start_header(buf: &mut [u8], kind: u8, flags: u8) -> Result<&mut [u8; HEADER_LEN], WireError> {
+    let len = buf.len();
+    let out = buf
+        .first_chunk_mut::<HEADER_LEN>()
+        .ok_or(WireError::BufferTooSmall { len })?;
+    out[field::VERSION_TYPE] = version_type(kind);
+    out[field::FLAGS] = flags;
+    Ok(out)
+}
+
 /// A parsed control-layout header: PULL, ACK, NACK or RST, receiver to sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ControlHeader {
@@ -407,12 +415,7 @@ impl ControlHeader {
     /// short.
     pub fn encode(&self, buf: &mut [u8]) -> Result<usize, WireError> {
         check_flags(self.kind as u8, self.flags(), self.kind.allowed_flags())?;
-        let len = buf.len();
-        let out = buf
-            .first_chunk_mut::<HEADER_LEN>()
-            .ok_or(WireError::BufferTooSmall { len })?;
-        out[field::VERSION_TYPE] = version_type(self.kind as u8);
-        out[field::FLAGS] = self.flags();
+        let out = start_header(buf, self.kind as u8, self.flags())?;
         write_u16(out, field::CONTROL_SENDER_ID, self.sender_id);
         write_u32(out, field::ACK_NO, self.ack_no);
         write_u32(out, field::PULL_NO, self.pull_no);
@@ -511,6 +514,16 @@ pub fn decode_header(hdr: &[u8; HEADER_LEN], payload_len: usize) -> Result<Heade
         return Err(WireError::UnknownType(type_code));
     };
     Ok(header)
+}
+
+/// The path id of an encoded DATA or RTS header (`None` for control headers, which
+/// carry none, and for anything that is not a header of this version). For callers
+/// that send each packet on its path's socket without decoding the whole header.
+pub fn path_id_of(hdr: &[u8; HEADER_LEN]) -> Option<u16> {
+    let version = hdr[field::VERSION_TYPE] >> 4;
+    let type_code = hdr[field::VERSION_TYPE] & 0x0F;
+    (version == VERSION && DataKind::from_code(type_code).is_some())
+        .then(|| read_u16(hdr, field::PATH_ID))
 }
 
 /// Reserved bits first, so a packet from a later format reads as such rather than as

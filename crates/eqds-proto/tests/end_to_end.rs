@@ -42,20 +42,11 @@ use proptest::prelude::*;
 
 mod common;
 use common::{
-    lookahead, receiver_config, senders, Rng, Scheduled, DELAY, MAX_STEPS, MTU, OVERHEAD, RTO, RX,
+    chaos, lookahead, receiver_config, senders, Chaos, Rng, Scheduled, DELAY, MAX_STEPS, MTU,
+    OVERHEAD, RTO, RX,
 };
 
 type Pending = Scheduled<Event>;
-
-#[derive(Debug, Clone, Copy)]
-struct Chaos {
-    data_loss: u32,
-    data_dup: u32,
-    data_trim: u32,
-    data_jitter: Time,
-    ctrl_loss: u32,
-    ctrl_jitter: Time,
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Fault {
@@ -515,27 +506,6 @@ fn run(p: Params) -> Outcome {
     }
 }
 
-fn chaos() -> impl Strategy<Value = Chaos> {
-    (
-        0..150u32,
-        0..100u32,
-        0..250u32,
-        prop_oneof![Just(0), 0..4 * DELAY],
-        0..150u32,
-        prop_oneof![Just(0), 0..4 * DELAY],
-    )
-        .prop_map(
-            |(data_loss, data_dup, data_trim, data_jitter, ctrl_loss, ctrl_jitter)| Chaos {
-                data_loss,
-                data_dup,
-                data_trim,
-                data_jitter,
-                ctrl_loss,
-                ctrl_jitter,
-            },
-        )
-}
-
 fn faults(senders: usize) -> impl Strategy<Value = Vec<(usize, Fault)>> {
     let fault = (0..senders, any::<bool>()).prop_map(|(i, rx)| {
         if rx {
@@ -556,7 +526,7 @@ fn params() -> impl Strategy<Value = Params> {
             (
                 Just(senders),
                 Just(if rts { Mode::Rts } else { Mode::Ndp }),
-                chaos(),
+                chaos(150, 250),
                 faults(senders),
                 lookahead(),
                 any::<u64>(),
@@ -590,14 +560,7 @@ proptest! {
 /// still complete; and without faults nothing is excused.
 #[test]
 fn drops_mid_transfer_are_survived_and_counted() {
-    let clean = Chaos {
-        data_loss: 0,
-        data_dup: 0,
-        data_trim: 0,
-        data_jitter: 0,
-        ctrl_loss: 0,
-        ctrl_jitter: 0,
-    };
+    let clean = Chaos::NONE;
     let (mut lost, mut abandoned, mut twice) = (0, 0, 0);
     let mut rx = EqifStats::default();
     for seed in 0..20 {

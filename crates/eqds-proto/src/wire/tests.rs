@@ -654,3 +654,18 @@ fn a_trimming_switch_marks_data_headers_only() {
     mark_trimmed(&mut buf);
     assert_eq!(buf, before);
 }
+
+#[test]
+fn path_id_of_reads_data_and_rts_headers_only() {
+    let mut buf = [0u8; HEADER_LEN];
+    let mut rts = data(DataKind::Rts, NextProto::None);
+    rts.path_id = 0xBEEF;
+    Header::Data(rts).encode(&mut buf).unwrap();
+    assert_eq!(path_id_of(&buf), Some(0xBEEF));
+    Header::Control(control(ControlKind::Ack))
+        .encode(&mut buf)
+        .unwrap();
+    assert_eq!(path_id_of(&buf), None, "control headers carry no path");
+    buf[0] = 0xF0 | (buf[0] & 0x0F);
+    assert_eq!(path_id_of(&buf), None, "another version");
+}

@@ -1,6 +1,6 @@
 //! Pieces shared by the integration tests' simulated networks: the network's
-//! dimensions, the senders' and the receiver's configuration, a seeded generator and a
-//! time-ordered event heap entry.
+//! dimensions, the senders' and the receiver's configuration, the faults a network
+//! may inject, a seeded generator and a time-ordered event heap entry.
 #![allow(dead_code)]
 
 use eqds_proto::receiver::{Policy, ReceiverConfig};
@@ -27,8 +27,66 @@ pub fn lookahead() -> impl proptest::strategy::Strategy<Value = u32> {
     prop_oneof![Just(0), Just(4 * MTU), 0..W + 2 * MTU]
 }
 
+/// Network faults, each in thousandths per packet.
+#[derive(Debug, Clone, Copy)]
+pub struct Chaos {
+    pub data_loss: u32,
+    pub data_dup: u32,
+    pub data_trim: u32,
+    /// Extra random delay of data packets, which reorders them.
+    pub data_jitter: Time,
+    pub ctrl_loss: u32,
+    pub ctrl_jitter: Time,
+}
+
+impl Chaos {
+    pub const NONE: Self = Self {
+        data_loss: 0,
+        data_dup: 0,
+        data_trim: 0,
+        data_jitter: 0,
+        ctrl_loss: 0,
+        ctrl_jitter: 0,
+    };
+
+    pub fn is_lossless_in_order(&self) -> bool {
+        self.data_loss == 0
+            && self.data_dup == 0
+            && self.data_trim == 0
+            && self.data_jitter == 0
+            && self.ctrl_loss == 0
+            && self.ctrl_jitter == 0
+    }
+}
+
+/// Faults up to `max_loss` thousandths lost (data and control alike), up to 100
+/// duplicated, up to `max_trim` trimmed, and jitter up to four one-way delays (or none).
+pub fn chaos(max_loss: u32, max_trim: u32) -> impl proptest::strategy::Strategy<Value = Chaos> {
+    use proptest::prelude::*;
+    (
+        0..max_loss,
+        0..100u32,
+        0..max_trim,
+        prop_oneof![Just(0), 0..4 * DELAY],
+        0..max_loss,
+        prop_oneof![Just(0), 0..4 * DELAY],
+    )
+        .prop_map(
+            |(data_loss, data_dup, data_trim, data_jitter, ctrl_loss, ctrl_jitter)| Chaos {
+                data_loss,
+                data_dup,
+                data_trim,
+                data_jitter,
+                ctrl_loss,
+                ctrl_jitter,
+            },
+        )
+}
+
 /// Sender `id` of the simulated network, in first-RTT `mode`, asking for
-/// `lookahead` bytes beyond its backlog while it has packets in flight.
+/// `lookahead` bytes beyond its backlog while it has packets in flight. Senders with
+/// an odd `seed` avoid a path for two round trips after it trims or loses a packet,
+/// so that the harnesses cover spraying with and without path avoidance.
 pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderConfig {
     SenderConfig {
         mode,
@@ -45,6 +103,9 @@ pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderCo
         sender_id: id,
         next_proto: NextProto::Ipv4,
         seed,
+        // On, so that the harnesses check its bookkeeping too.
+        path_stats: true,
+        path_avoidance: if seed % 2 == 1 { 4 * DELAY } else { 0 },
     }
 }
 
