@@ -16,6 +16,9 @@ pub struct FlowSpec {
     pub protocol: Protocol,
     /// Index of the workload that made it (the scenario's `workload` list).
     pub origin: u16,
+    /// Legacy traffic: never tunnelled, even when EQDS tunnels every transport
+    /// (`[eqds] legacy_workloads`).
+    pub legacy: bool,
 }
 
 /// A flow's record: its spec plus every counter the outputs report.

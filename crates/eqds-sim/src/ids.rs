@@ -15,6 +15,12 @@ pub type PacketId = u32;
 /// Index of a flow in the flow table.
 pub type FlowId = u32;
 /// Index of a transport endpoint.
+/// The flow endpoint `ep` belongs to: flow `f` has sender `2f` and receiver `2f + 1`.
+#[inline]
+pub fn flow_of(ep: EndpointId) -> FlowId {
+    ep / 2
+}
+
 pub type EndpointId = u32;
 
 /// A node at the end of a link.

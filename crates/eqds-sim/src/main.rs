@@ -30,7 +30,7 @@ Examples:
   eqds-sim check scenarios/*.toml
 
 Outputs (in --out, default out/<scenario name>): flows.csv, summary.json, perf.json,
-and, if the scenario asks, ports.csv, queues.csv, flow_series.csv.
+and, if the scenario asks, ports.csv, paths.csv, queues.csv, flow_series.csv.
 The scenario format is described in docs/scenarios.md.";
 
 #[derive(Parser)]

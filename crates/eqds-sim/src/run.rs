@@ -45,6 +45,10 @@ pub fn run_to_dir(
         output::write_ports_csv(&out_dir.join("ports.csv"), net, stats.end_time)
             .map_err(|e| io("ports.csv", e))?;
     }
+    if let (true, Some(eqds)) = (loaded.scenario.output.paths_csv, sim.eqds()) {
+        output::write_paths_csv(&out_dir.join("paths.csv"), eqds)
+            .map_err(|e| io("paths.csv", e))?;
+    }
     let mut summary = output::summary(loaded, net, flows, &stats, warmup);
     if let Some(eqds) = sim.eqds_summary() {
         summary["eqds"] = eqds;

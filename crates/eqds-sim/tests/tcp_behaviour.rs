@@ -10,37 +10,48 @@ use std::collections::HashSet;
 /// counts payload, so this is 100%.
 const GOODPUT_CAPACITY: f64 = 10e9 * 1436.0 / 1500.0;
 
-#[test]
-fn one_newreno_flow_fills_a_10g_bottleneck() {
-    let text = r#"
+/// One long flow of `protocol` from a 40 Gbps host through a 10 Gbps bottleneck
+/// with a 100-packet drop-tail queue: its throughput after a 10 ms warm-up, and its
+/// retransmissions.
+fn one_flow_through_a_10g_bottleneck(protocol: &str) -> (f64, u64) {
+    let text = format!(
+        r#"
         [topology]
         kind = "dumbbell"
         left = 1
         right = 1
-        link = { rate = "40Gbps", latency = "1us" }
-        bottleneck = { rate = "10Gbps", latency = "1us" }
+        link = {{ rate = "40Gbps", latency = "1us" }}
+        bottleneck = {{ rate = "10Gbps", latency = "1us" }}
         [switch]
-        queue = { kind = "drop_tail", limit_packets = 100 }
+        queue = {{ kind = "drop_tail", limit_packets = 100 }}
         [transport]
-        protocol = "newreno"
+        protocol = "{protocol}"
         mtu = 1500
         min_rto = "1ms"
         [workload]
         kind = "flows"
-        flows = [{ src = 0, dst = 1 }]
+        flows = [{{ src = 0, dst = 1 }}]
         [stop]
         time = "30ms"
         warmup = "10ms"
-    "#;
-    let (flows, stats, sim) = common::run(text);
-    let fraction = flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time) / 10e9;
+    "#
+    );
+    let (flows, stats, sim) = common::run(&text);
+    let bps = flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time);
+    (bps, flows[0].retransmits)
+}
+
+#[test]
+fn one_newreno_flow_fills_a_10g_bottleneck() {
+    let (bps, retransmits) = one_flow_through_a_10g_bottleneck("newreno");
+    let fraction = bps / 10e9;
     assert!(
         fraction >= 0.95,
         "NewReno reached only {fraction:.3} of the bottleneck"
     );
     assert!(fraction <= 1.0 + 1e-9, "more than line rate: {fraction}");
     // It did probe: the queue overflowed at least once.
-    assert!(flows[0].retransmits > 0);
+    assert!(retransmits > 0);
 }
 
 #[test]
@@ -239,28 +250,8 @@ fn delayed_acks_halve_the_ack_count_and_do_not_stall_the_flow() {
 
 #[test]
 fn one_cubic_flow_fills_a_10g_bottleneck() {
-    let text = r#"
-        [topology]
-        kind = "dumbbell"
-        left = 1
-        right = 1
-        link = { rate = "40Gbps", latency = "1us" }
-        bottleneck = { rate = "10Gbps", latency = "1us" }
-        [switch]
-        queue = { kind = "drop_tail", limit_packets = 100 }
-        [transport]
-        protocol = "cubic"
-        mtu = 1500
-        min_rto = "1ms"
-        [workload]
-        kind = "flows"
-        flows = [{ src = 0, dst = 1 }]
-        [stop]
-        time = "30ms"
-        warmup = "10ms"
-    "#;
-    let (flows, stats, sim) = common::run(text);
-    let fraction = flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time) / GOODPUT_CAPACITY;
+    let (bps, _) = one_flow_through_a_10g_bottleneck("cubic");
+    let fraction = bps / GOODPUT_CAPACITY;
     assert!(
         (0.95..=1.0 + 1e-9).contains(&fraction),
         "Cubic reached {fraction:.3}"

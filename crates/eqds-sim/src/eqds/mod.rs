@@ -66,6 +66,13 @@ pub struct EqdsSettings {
     pub pull_permille: u32,
     pub reorder_window: u32,
     pub reorder_timeout: Time,
+    /// Keep per-path statistics in every tunnel (for `paths.csv`).
+    pub path_stats: bool,
+    /// How long a tunnel avoids a path that trimmed or lost a packet (0: never).
+    pub path_avoidance: Time,
+    /// Some flows are legacy traffic that goes around EQDS (`legacy_workloads`):
+    /// only then does sending look up the flow.
+    pub has_legacy: bool,
 }
 
 impl EqdsSettings {
@@ -104,6 +111,10 @@ impl EqdsSettings {
             // about a window of later packets arrives: twice the window holds them.
             reorder_window: spec.reorder_window.unwrap_or(4 * window_packets),
             reorder_timeout: spec.reorder_timeout.0,
+            // Asked for by `[output] paths_csv`, set by the caller.
+            path_stats: false,
+            path_avoidance: spec.path_avoidance.0,
+            has_legacy: !spec.legacy_workloads.is_empty(),
         }
     }
 
@@ -218,6 +229,8 @@ impl EqdsLayer {
                     sender_id: h as u16,
                     next_proto: eqds_proto::wire::NextProto::Ipv4,
                     seed,
+                    path_stats: settings.path_stats,
+                    path_avoidance: settings.path_avoidance,
                 }),
                 rx: ReceivingEqif::new(ReceivingEqifConfig {
                     credit: ReceiverConfig {

@@ -104,6 +104,19 @@ pub struct EqdsSpec {
     /// to spare: a hole skipped before its resend arrives is data lost for good.
     #[serde(default = "default_reorder_timeout")]
     pub reorder_timeout: Duration,
+    /// Workloads (indices into the scenario's workload list) whose flows are legacy
+    /// traffic: with `enabled` they still go around EQDS, as traffic to addresses
+    /// outside the tunnelled ranges does (the paper's incremental deployment).
+    #[serde(default)]
+    pub legacy_workloads: Vec<u32>,
+    /// Switch priority class of the legacy workloads' packets (default: the
+    /// transport's `class`), to keep legacy traffic in a queue of its own as the
+    /// paper's testbed does.
+    pub legacy_class: Option<u8>,
+    /// After a trim or a retransmit timeout on a path, a tunnel sprays around that
+    /// path for this long (default 0: off).
+    #[serde(default)]
+    pub path_avoidance: Duration,
 }
 
 fn default_send_queue() -> u32 {

@@ -144,6 +144,9 @@ pub struct OutputSpec {
     /// Per-port counters in `ports.csv`.
     #[serde(default)]
     pub ports_csv: bool,
+    /// Per-path counters and RTTs of every EQDS tunnel in `paths.csv`.
+    #[serde(default)]
+    pub paths_csv: bool,
     /// Queue-occupancy time series in `queues.csv`.
     pub queue_series: Option<QueueSeriesSpec>,
     /// Per-flow delivered-throughput time series in `flow_series.csv`.
@@ -255,6 +258,20 @@ impl Scenario {
         let workloads = self.workload.as_slice();
         if workloads.is_empty() {
             return Err("workload: at least one workload is needed".into());
+        }
+        if let Some(i) = self
+            .eqds
+            .legacy_workloads
+            .iter()
+            .find(|&&i| i as usize >= workloads.len())
+        {
+            return Err(format!(
+                "eqds.legacy_workloads: no workload {i} (there are {}, numbered from 0)",
+                workloads.len()
+            ));
+        }
+        if self.eqds.legacy_class.is_some() && self.eqds.legacy_workloads.is_empty() {
+            return Err("eqds.legacy_class: there are no legacy_workloads to give it to".into());
         }
         for (i, w) in workloads.iter().enumerate() {
             let name = if workloads.len() == 1 {

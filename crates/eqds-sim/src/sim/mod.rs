@@ -65,8 +65,10 @@ pub struct Simulation {
     world: World,
     endpoints: Vec<Option<Box<dyn Endpoint>>>,
     /// TCP parameters per protocol (indexed by `Protocol as usize`; MPTCP's entry
-    /// is its subflows').
+    /// is its subflows'): for every flow (segments shrunk to fit when EQDS tunnels
+    /// them), and for legacy flows (full-size segments, `[eqds] legacy_class`).
     tcp: [TcpConfig; 7],
+    tcp_legacy: [TcpConfig; 7],
     udp_rate: u64,
     ndp: NdpConfig,
     mptcp_subflows: u32,
@@ -122,8 +124,10 @@ impl Simulation {
             let plan = w
                 .generate(&mut ctx)
                 .map_err(|e| format!("{}: {name}.{e}", loaded.file))?;
+            let legacy = sc.eqds.legacy_workloads.contains(&(i as u32));
             flows.extend(plan.flows.into_iter().map(|f| FlowSpec {
                 origin: i as u16,
+                legacy,
                 ..f
             }));
             closed_loops.push(plan.closed_loop);
@@ -164,13 +168,20 @@ impl Simulation {
             .collect();
         let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
         if uses_eqds {
-            let settings =
+            let mut settings =
                 EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), bdp_packets);
+            settings.path_stats = sc.output.paths_csv;
             let rates: Vec<u64> = (0..world.net.n_hosts)
                 .map(|h| world.net.host_rate(h))
                 .collect();
             let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
             world.eqds = Some(Box::new(EqdsLayer::new(settings, &rates, &seeds)));
+        } else if sc.output.paths_csv {
+            return Err(
+                "output.paths_csv: no host runs EQDS (set eqds.enabled = true, or \
+                        give a flow protocol = \"eqds\")"
+                    .into(),
+            );
         }
         let mut tcp = [
             Protocol::Newreno,
@@ -182,6 +193,12 @@ impl Simulation {
             Protocol::Udp,
         ]
         .map(|p| t.tcp_config(p));
+        let mut tcp_legacy = tcp;
+        if let Some(class) = sc.eqds.legacy_class {
+            for cfg in &mut tcp_legacy {
+                cfg.class = class;
+            }
+        }
         if sc.eqds.enabled {
             // TCP over EQDS: segments shrink so that encapsulated they fit the MTU.
             for cfg in &mut tcp {
@@ -219,6 +236,7 @@ impl Simulation {
             world,
             endpoints: Vec::new(),
             tcp,
+            tcp_legacy,
             udp_rate: t.udp.rate.map_or(0, |r| r.0),
             ndp,
             mptcp_subflows: t.mptcp.subflows,
@@ -246,6 +264,11 @@ impl Simulation {
     }
 
     /// EQDS counters for the run summary, if the run used EQDS.
+    /// The EQDS layer, if any host runs EQDS.
+    pub fn eqds(&self) -> Option<&EqdsLayer> {
+        self.world.eqds.as_deref()
+    }
+
     pub fn eqds_summary(&self) -> Option<serde_json::Value> {
         let eqds = self.world.eqds.as_ref()?;
         Some(serde_json::json!({
@@ -440,7 +463,11 @@ impl Simulation {
         let rec = &self.world.flows[flow as usize];
         let spec = rec.spec;
         let (s, r) = (rec.sender, rec.receiver);
-        let cfg = self.tcp[spec.protocol as usize];
+        let cfg = if spec.legacy {
+            self.tcp_legacy[spec.protocol as usize]
+        } else {
+            self.tcp[spec.protocol as usize]
+        };
         // A random 5-tuple hash: what ECMP switches see of this flow.
         let entropy: u32 = self.world.rng.random();
         let need = r as usize + 1;

@@ -32,13 +32,24 @@ impl World {
     /// Puts a new packet on its source host's NIC queue.
     #[inline]
     pub fn send_from_host(&mut self, now: Time, pkt: Packet) {
-        if self.eqds.as_ref().is_some_and(|e| e.settings.tunnel_all) {
+        if self.tunnels_flow(pkt.flow) {
             self.eqds_write(now, pkt, Writer::Transport);
             return;
         }
         let port = self.net.host_port(pkt.src);
         let id = self.pkts.alloc(pkt);
         self.enqueue(now, port, id);
+    }
+
+    /// Whether EQDS tunnels the packets of `flow`: it tunnels every transport, and
+    /// the flow is not legacy traffic.
+    #[inline]
+    pub fn tunnels_flow(&self, flow: FlowId) -> bool {
+        self.eqds.as_ref().is_some_and(|e| {
+            e.settings.tunnel_all
+                && !(e.settings.has_legacy
+                    && self.flows.get(flow as usize).is_some_and(|f| f.spec.legacy))
+        })
     }
 
     /// Offers a packet to a port. A header the port's discipline returns to its

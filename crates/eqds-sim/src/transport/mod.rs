@@ -83,16 +83,13 @@ impl Ctx<'_> {
     #[inline]
     pub fn eqds_hold(&mut self, src: HostId, dst: HostId) -> bool {
         let me = self.me;
-        self.world.eqds.is_some() && self.world.eqds_hold(src, dst, me)
+        self.world.tunnels_flow(crate::ids::flow_of(me)) && self.world.eqds_hold(src, dst, me)
     }
 
     /// EQDS tunnels every transport (`[eqds] enabled`), so writes may be held back.
     #[inline]
     pub fn eqds_tunnels_transports(&self) -> bool {
-        self.world
-            .eqds
-            .as_ref()
-            .is_some_and(|e| e.settings.tunnel_all)
+        self.world.tunnels_flow(crate::ids::flow_of(self.me))
     }
 
     /// Largest inner packet EQDS accepts (0 if the scenario does not use EQDS).

@@ -58,6 +58,7 @@ impl ClosedLoop {
             start,
             protocol: self.protocol,
             origin: 0,
+            legacy: false,
         }
     }
 
@@ -65,6 +66,7 @@ impl ClosedLoop {
     pub fn next(&self, rng: &mut SimRng, done: &FlowRecord, now: Time) -> FlowSpec {
         let mut next = self.request(rng, done.spec.dst, now + self.think_time);
         next.origin = done.spec.origin;
+        next.legacy = done.spec.legacy;
         next
     }
 }

@@ -145,6 +145,7 @@ fn parse_flow(
         start,
         protocol,
         origin: 0,
+        legacy: false,
     })
 }
 

@@ -332,6 +332,7 @@ impl WorkloadSpec {
                     start,
                     protocol,
                     origin: 0,
+                    legacy: false,
                 }
             };
         let fixed = |flows| {

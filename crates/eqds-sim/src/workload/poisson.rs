@@ -46,6 +46,7 @@ pub fn arrivals(
             start: t as Time,
             protocol,
             origin: 0,
+            legacy: false,
         });
     }
     flows

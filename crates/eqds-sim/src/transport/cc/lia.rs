@@ -88,18 +88,6 @@ impl CongestionControl for Lia {
 mod tests {
     use super::*;
 
-    fn ack(acked: u64) -> AckEvent {
-        AckEvent {
-            now: 0,
-            acked,
-            ce: 0,
-            rtt: None,
-            snd_una: 0,
-            snd_nxt: 0,
-            mss: 1000,
-        }
-    }
-
     #[test]
     fn equal_paths_give_alpha_one_over_n() {
         // n equal subflows: alpha = n*w * (w/r^2) / (n*w/r)^2 = 1/n.
@@ -122,7 +110,7 @@ mod tests {
                 let ws: Vec<(u64, Time)> = subflows.iter().map(|s| (s.window(), 100)).collect();
                 let total = ws.iter().map(|w| w.0).sum();
                 subflows[i].couple(lia_alpha(ws.into_iter()), total);
-                subflows[i].on_ack(&ack(1000));
+                subflows[i].on_ack(&AckEvent::plain(1000));
             }
         }
         let grown = subflows.iter().map(|s| s.window()).sum::<u64>() - before;

@@ -78,3 +78,20 @@ impl CcKind {
 pub(crate) fn half_flight(flight: u64, mss: u64) -> u64 {
     (flight / 2).max(2 * mss)
 }
+
+impl AckEvent {
+    /// An ACK at time 0 of `acked` new bytes with a 1000-byte MSS and nothing else
+    /// to tell: what the controllers' unit tests feed them.
+    #[cfg(test)]
+    pub(crate) fn plain(acked: u64) -> Self {
+        AckEvent {
+            now: 0,
+            acked,
+            ce: 0,
+            rtt: None,
+            snd_una: 0,
+            snd_nxt: 0,
+            mss: 1000,
+        }
+    }
+}

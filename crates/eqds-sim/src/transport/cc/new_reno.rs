@@ -93,18 +93,6 @@ impl CongestionControl for NewReno {
 mod tests {
     use super::*;
 
-    fn ack(acked: u64) -> AckEvent {
-        AckEvent {
-            now: 0,
-            acked,
-            ce: 0,
-            rtt: None,
-            snd_una: 0,
-            snd_nxt: 0,
-            mss: 1000,
-        }
-    }
-
     #[test]
     fn an_ecn_mark_halves_the_window_once_per_window() {
         let mut cc = NewReno::new(20_000);
@@ -112,7 +100,7 @@ mod tests {
             ce: 1000,
             snd_una: una,
             snd_nxt: nxt,
-            ..ack(1000)
+            ..AckEvent::plain(1000)
         };
         cc.on_ecn(&marked(1000, 21_000));
         assert_eq!((cc.window(), cc.ssthresh()), (10_000, 10_000));
@@ -120,7 +108,7 @@ mod tests {
         cc.on_ecn(&marked(5000, 21_000));
         assert_eq!(cc.window(), 10_000);
         // Once that window is ACKed, a mark cuts again; unmarked ACKs never do.
-        cc.on_ecn(&ack(1000));
+        cc.on_ecn(&AckEvent::plain(1000));
         cc.on_ecn(&marked(21_000, 31_000));
         assert_eq!(cc.window(), 5000);
         cc.on_ecn(&marked(40_000, 50_000));
@@ -133,14 +121,14 @@ mod tests {
     fn slow_start_doubles_then_linear() {
         let mut cc = NewReno::new(10_000);
         for _ in 0..10 {
-            cc.on_ack(&ack(1000));
+            cc.on_ack(&AckEvent::plain(1000));
         }
         assert_eq!(cc.window(), 20_000);
         cc.on_loss(0, 20_000, 1000);
         assert_eq!(cc.window(), 10_000);
         // One window of ACKs grows the window by one MSS.
         for _ in 0..10 {
-            cc.on_ack(&ack(1000));
+            cc.on_ack(&AckEvent::plain(1000));
         }
         assert_eq!(cc.window(), 11_000);
         cc.on_timeout(0, 11_000, 1000);
