@@ -123,6 +123,10 @@ struct EqdsSection {
     demand_lookahead: u32,
     #[serde(default)]
     acks_first: bool,
+    #[serde(default)]
+    path_stats: bool,
+    #[serde(default)]
+    path_avoidance_us: u64,
     #[serde(default = "default_pace_control")]
     pace_control: bool,
     #[serde(default = "default_send_queue")]
@@ -333,6 +337,11 @@ pub struct Config {
     pub demand_lookahead_packets: u32,
     /// Pure TCP ACKs join their tunnel's send queue ahead of waiting data.
     pub acks_first: bool,
+    /// Keep per-path statistics in every tunnel and export them as metrics.
+    pub path_stats: bool,
+    /// How long a tunnel sprays around a path that trimmed or lost a packet, in
+    /// microseconds (0: never).
+    pub path_avoidance_us: u64,
     /// PULL pacing leaves room on the access link for the control packets that
     /// arrive on it (`Receiver::charge_unpulled`).
     pub pace_control: bool,
@@ -505,6 +514,9 @@ impl Config {
         if e.timer_granularity_us > 1000 {
             return Err(invalid("eqds.timer_granularity_us", "must be 0..=1000"));
         }
+        if e.path_avoidance_us > 10_000_000 {
+            return Err(invalid("eqds.path_avoidance_us", "must be 0..=10000000"));
+        }
         if e.rto_us == 0 || e.rto_us > 10_000_000 {
             return Err(invalid("eqds.rto_us", "must be 1..=10000000"));
         }
@@ -612,6 +624,8 @@ impl Config {
             initial_window_packets: e.initial_window,
             demand_lookahead_packets: e.demand_lookahead,
             acks_first: e.acks_first,
+            path_stats: e.path_stats,
+            path_avoidance_us: e.path_avoidance_us,
             pace_control: e.pace_control,
             send_queue_packets: e.send_queue,
             policy,

@@ -20,6 +20,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
 
 use eqds_proto::time::PS_PER_US;
+use eqds_proto::wire::path_id_of;
 
 use crate::config::Config;
 use crate::counters::Counters;
@@ -656,35 +657,54 @@ fn flush_network(
 /// All datagrams of one flush leave through one socket, and the next flush uses the
 /// next: spraying moves from packet to packet train. Sending each packet from its own
 /// path id's socket would cost one system call per datagram, the dearest thing the
-/// daemon does; trains of a few packets spread over the paths as well.
+/// daemon does; trains of a few packets spread over the paths as well. Per-path
+/// statistics and path avoidance need the route a packet took to be its header's
+/// path id, so with either on, each run of DATA and RTS datagrams with one path id
+/// goes through that path's socket (control datagrams, which name no path, join the
+/// run they are in), at up to a system call per datagram.
 fn flush_datagrams(
     sockets: &Sockets,
     engine: &mut Engine,
     outgoing: &mut Vec<Datagram>,
     next_path: &mut usize,
 ) {
+    let paths = sockets.paths();
+    let per_packet = engine.sends_on_header_paths();
     while engine.datagrams_pending() > 0 {
         outgoing.clear();
-        let mut bytes = 0u64;
         while outgoing.len() < outgoing.capacity() {
             match engine.pop_datagram() {
-                Some(d) => {
-                    bytes += (d.header.len()
-                        + d.payload.map_or(0, |b| engine.pool().inner(b).len()))
-                        as u64;
-                    outgoing.push(d);
-                }
+                Some(d) => outgoing.push(d),
                 None => break,
             }
         }
-        let path = *next_path;
-        *next_path = (path + 1) % sockets.paths();
-        let sent = sockets.send_all(engine.pool(), outgoing, path);
-        engine.record_path_bytes(path, bytes);
-        let c = engine.counters_mut();
-        c.udp_tx_datagrams += (outgoing.len() - sent.refused) as u64;
-        c.udp_tx_messages += sent.messages as u64;
-        c.drop_send_error += sent.refused as u64;
+        let header_path = |d: &Datagram| path_id_of(&d.header).map(|p| usize::from(p) % paths);
+        let mut start = 0;
+        while start < outgoing.len() {
+            let (path, end) = if per_packet {
+                let path = header_path(&outgoing[start]).unwrap_or(*next_path);
+                let run = outgoing[start..]
+                    .iter()
+                    .take_while(|d| header_path(d).is_none_or(|p| p == path))
+                    .count();
+                (path, start + run)
+            } else {
+                (*next_path, outgoing.len())
+            };
+            *next_path = (path + 1) % paths;
+            let run = &outgoing[start..end];
+            let bytes: usize = run
+                .iter()
+                .map(|d| d.header.len() + d.payload.map_or(0, |b| engine.pool().inner(b).len()))
+                .sum();
+            let sent = sockets.send_all(engine.pool(), run, path);
+            engine.record_path_bytes(path, bytes as u64);
+            let c = engine.counters_mut();
+            c.udp_tx_datagrams += (run.len() - sent.refused) as u64;
+            c.udp_tx_messages += sent.messages as u64;
+            c.drop_send_error += sent.refused as u64;
+            start = end;
+        }
     }
 }
 

@@ -114,6 +114,10 @@ pub struct Engine {
     control_link_overhead: Option<u32>,
     /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
+    /// Each DATA and RTS datagram must leave through its header's path id's socket:
+    /// per-path statistics or path avoidance are on, and both must describe the
+    /// route a packet really took.
+    sends_on_header_paths: bool,
 }
 
 impl Engine {
@@ -139,6 +143,8 @@ impl Engine {
             sender_id: 0,
             next_proto: NextProto::Ipv4,
             seed,
+            path_stats: config.path_stats,
+            path_avoidance: config.path_avoidance_us * PS_PER_US,
         });
         // Per-tunnel reorder span. Without trimming a loss is found only by the RTO
         // (and its credit by the credit-loss timeout), and the sender keeps sending
@@ -186,6 +192,7 @@ impl Engine {
             acks_first: config.acks_first,
             control_link_overhead: config.pace_control.then_some(20 + 8 + config.link_overhead),
             path_bytes: vec![0; usize::from(config.paths)],
+            sends_on_header_paths: config.path_stats || config.path_avoidance_us > 0,
         }
     }
 
@@ -236,6 +243,12 @@ impl Engine {
     /// Bytes sent per UDP source socket.
     pub fn path_bytes(&self) -> &[u64] {
         &self.path_bytes
+    }
+
+    /// Whether each DATA and RTS datagram goes out through the socket of its
+    /// header's path id (see the field), not with the rest of its flush.
+    pub fn sends_on_header_paths(&self) -> bool {
+        self.sends_on_header_paths
     }
 
     /// The I/O loop sent `bytes` through socket `path`.

@@ -9,6 +9,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use eqds_proto::paths::PathStats;
 use eqds_proto::time::PS_PER_US;
 
 use crate::engine::Engine;
@@ -176,6 +177,62 @@ pub fn render(engine: &Engine, out: &mut String) {
                     "eqdsd_tunnel_{name}{{peer=\"{}\"}} {v}",
                     peer.endpoint.ip()
                 );
+            }
+        }
+    }
+    render_path_stats(engine, out);
+}
+
+/// Per tunnel and path id, what the sending EQIF saw (`eqds.path_stats`; nothing
+/// when it is off): the paths a tunnel sprays over are routes through the fabric,
+/// and a slow or lossy one shows here.
+fn render_path_stats(engine: &Engine, out: &mut String) {
+    type Get = fn(&PathStats) -> Option<u64>;
+    let metrics: [(&str, &str, &str, Get); 6] = [
+        ("sent_total", "counter", "DATA transmissions", |p| {
+            Some(p.sent)
+        }),
+        (
+            "acked_total",
+            "counter",
+            "Packets ACKed, by the path of their latest transmission",
+            |p| Some(p.acked),
+        ),
+        (
+            "trimmed_total",
+            "counter",
+            "NACKs and returned headers: trimmed on this path",
+            |p| Some(p.trimmed),
+        ),
+        ("timed_out_total", "counter", "Retransmit timeouts", |p| {
+            Some(p.timed_out)
+        }),
+        (
+            "srtt_us",
+            "gauge",
+            "Smoothed round-trip time of packets sent once, microseconds",
+            |p| (p.rtt_samples > 0).then_some(p.srtt / PS_PER_US),
+        ),
+        (
+            "min_rtt_us",
+            "gauge",
+            "Smallest round-trip time of packets sent once, microseconds",
+            |p| (p.rtt_samples > 0).then_some(p.min_rtt / PS_PER_US),
+        ),
+    ];
+    for (name, kind, help, get) in metrics {
+        let _ = writeln!(out, "# HELP eqdsd_tunnel_path_{name} {help}");
+        let _ = writeln!(out, "# TYPE eqdsd_tunnel_path_{name} {kind}");
+        for (id, peer) in engine.peers().iter() {
+            let paths = engine.sender().path_stats(id).unwrap_or_default();
+            for (path, p) in paths.iter().enumerate().filter(|(_, p)| p.sent > 0) {
+                if let Some(v) = get(p) {
+                    let _ = writeln!(
+                        out,
+                        "eqdsd_tunnel_path_{name}{{peer=\"{}\",path=\"{path}\"}} {v}",
+                        peer.endpoint.ip()
+                    );
+                }
             }
         }
     }

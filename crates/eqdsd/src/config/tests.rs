@@ -33,6 +33,12 @@ fn minimal_file_gets_defaults() {
     assert!(!c.busy_poll);
     assert_eq!(c.poll_us, 0);
     assert!(c.pace_control);
+    assert!(!c.path_stats);
+    assert_eq!(c.path_avoidance_us, 0);
+    let e = err(&format!("{MINIMAL}\n[eqds]\npath_avoidance_us = 10000001"));
+    assert!(e.starts_with("eqds.path_avoidance_us:"), "{e}");
+    let on = Config::parse(&format!("{MINIMAL}\n[eqds]\npath_stats = true")).unwrap();
+    assert!(on.path_stats);
 }
 
 #[test]
