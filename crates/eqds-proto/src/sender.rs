@@ -206,12 +206,14 @@ pub struct SenderConfig {
 }
 
 impl SenderConfig {
-    /// Credit a (re)starting idle tunnel grants itself when its receiver is not busy.
-    pub fn first_rtt_credit(&self) -> u32 {
-        self.initial_window.unwrap_or(match self.mode {
-            Mode::Ndp => self.window,
-            Mode::Rts => 0,
-        })
+    /// Credit a (re)starting idle tunnel whose window is `window` grants itself when
+    /// its receiver is not busy.
+    pub fn first_rtt_credit(&self, window: u32) -> u32 {
+        match (self.initial_window, self.mode) {
+            (Some(initial), _) => initial.min(window),
+            (None, Mode::Ndp) => window,
+            (None, Mode::Rts) => 0,
+        }
     }
 }
 
@@ -489,6 +491,9 @@ struct Tunnel<P> {
     counted_in_flight: u64,
     /// Unspent credit in bytes (item 12).
     credit: i64,
+    /// The credit window W in bytes: `SenderConfig::window` unless
+    /// [`Sender::set_window`] gave this destination its own.
+    window: u32,
     /// Highest pull number seen, in serial order (item 13).
     highest_pull: u32,
     /// Pull target carried by the last DATA or RTS sent.
@@ -535,6 +540,7 @@ impl<P> Tunnel<P> {
             in_flight_bytes: 0,
             counted_in_flight: 0,
             credit: 0,
+            window: cfg.window,
             highest_pull: 0,
             last_target: 0,
             busy_until: 0,
@@ -741,7 +747,7 @@ impl<P> Tunnel<P> {
     /// the backlog rather than the difference, and for the lookahead.
     fn pull_target(&self, cfg: &SenderConfig) -> u32 {
         let lookahead = self.in_flight_bytes.min(u64::from(cfg.demand_lookahead));
-        let demand = (self.backlog() + lookahead).min(u64::from(cfg.window));
+        let demand = (self.backlog() + lookahead).min(u64::from(self.window));
         let wanted = demand as i64 - self.credit;
         let pulls = if wanted > 0 {
             (wanted as u64).div_ceil(u64::from(cfg.mtu))
@@ -881,6 +887,7 @@ impl<P: Clone> Sender<P> {
         fresh.ready = t.ready;
         fresh.pull_unsynced = true;
         fresh.counted_in_flight = t.counted_in_flight;
+        fresh.window = t.window;
         let old = std::mem::replace(t, fresh);
         self.settle(idx);
         old.in_flight
@@ -889,6 +896,46 @@ impl<P: Clone> Sender<P> {
             .map(|p| p.payload)
             .chain(old.send_queue.into_iter().map(|(_, p)| p))
             .collect()
+    }
+
+    /// Gives the tunnel to `dst` a credit window of its own, `window` bytes instead of
+    /// `SenderConfig::window`, creating its state (CLOSED) if there is none yet; it
+    /// lasts until the sender forgets the tunnel. For destinations whose round trip
+    /// or link rate differs from the one the configured window was sized for: with
+    /// receivers slower than the sender, a window sized for the sender's rate keeps
+    /// several of their BDPs in flight, all of it queued in the network. Credit
+    /// already held beyond the new window is given up.
+    ///
+    /// An explicit `SenderConfig::initial_window` larger than `window` shrinks to it.
+    ///
+    /// # Panics
+    /// If `window` is below one MTU: the tunnel could never send a packet.
+    pub fn set_window(&mut self, dst: PeerId, window: u32) {
+        assert!(
+            window >= self.config.mtu,
+            "the window must hold at least one MTU"
+        );
+        let idx = self.tunnel_index(dst);
+        let t = &mut self.tunnels[idx];
+        t.window = window;
+        t.credit = t.credit.min(i64::from(window));
+    }
+
+    /// The index of the tunnel to `dst`, created CLOSED if there is none.
+    fn tunnel_index(&mut self, dst: PeerId) -> usize {
+        *self.index.entry(dst).or_insert_with(|| {
+            self.tunnels
+                .push(Tunnel::new(dst, 0, &self.config, TxTunnel::new()));
+            self.tunnels.len() - 1
+        })
+    }
+
+    /// The credit window of the tunnel to `dst` in bytes (the configured one for a
+    /// destination without a tunnel).
+    pub fn window(&self, dst: PeerId) -> u32 {
+        self.index
+            .get(&dst)
+            .map_or(self.config.window, |&i| self.tunnels[i].window)
     }
 
     /// The state of the tunnel to `dst`, if one exists.
@@ -942,12 +989,7 @@ impl<P: Clone> Sender<P> {
         else {
             return Err(EnqueueError::TooLarge(payload));
         };
-        if !self.index.contains_key(&dst) {
-            self.index.insert(dst, self.tunnels.len());
-            let t = Tunnel::new(dst, 0, &self.config, TxTunnel::new());
-            self.tunnels.push(t);
-        }
-        let idx = self.index[&dst];
+        let idx = self.tunnel_index(dst);
         let cfg = &self.config;
         let t = &mut self.tunnels[idx];
         if t.send_queue.len() >= cfg.send_queue_packets
@@ -970,7 +1012,7 @@ impl<P: Clone> Sender<P> {
                 // the lookahead) granted for data like this, and spending it saves
                 // the RTS's round trip. A busy receiver gets an RTS whatever is held,
                 // so leftover NDP credit is never burst into it.
-                let free = cfg.first_rtt_credit();
+                let free = cfg.first_rtt_credit(t.window);
                 let idle = now >= t.busy_until;
                 let srtt = t.rtt.srtt().unwrap_or(0);
                 let warm = idle && now.saturating_sub(t.quiet_since) <= srtt;
@@ -1038,7 +1080,7 @@ impl<P: Clone> Sender<P> {
         let gained = seq_diff(header.pull_no, t.highest_pull);
         if gained > 0 {
             t.highest_pull = header.pull_no;
-            let window = i64::from(cfg.window);
+            let window = i64::from(t.window);
             let credit = t.credit + i64::from(gained) * i64::from(cfg.mtu);
             if credit > window {
                 t.stats.credit_clamped_bytes += (credit - window) as u64;

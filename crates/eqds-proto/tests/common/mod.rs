@@ -109,10 +109,25 @@ pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderCo
     }
 }
 
-/// `count` senders with ids 0.., each seeded from `seed` and its id.
+/// `count` senders with ids 0.., each seeded from `seed` and its id. Every tunnel
+/// to `RX` has the window `W`: for half the seeds it is configured so, for the
+/// other half it is set per destination (`Sender::set_window`) over a configured
+/// window three times larger, so that the harnesses check both ways.
 pub fn senders(count: usize, mode: Mode, lookahead: u32, seed: u64) -> Vec<Sender<u64>> {
     (0..count)
-        .map(|i| Sender::new(sender_config(mode, i as u16, lookahead, seed ^ i as u64)))
+        .map(|i| {
+            let mut cfg = sender_config(mode, i as u16, lookahead, seed ^ i as u64);
+            let own_window = seed & 2 != 0;
+            if own_window {
+                cfg.window = 3 * W;
+            }
+            let mut sender = Sender::new(cfg);
+            if own_window {
+                sender.set_window(RX, W);
+            }
+            assert_eq!(sender.window(RX), W);
+            sender
+        })
         .collect()
 }
 
