@@ -7,7 +7,7 @@ mod common;
 use eqds_sim::flow::FlowRecord;
 use eqds_sim::output::{flow_throughput_bps, jain_index};
 use eqds_sim::sim::Simulation;
-use eqds_sim::units::SEC;
+use eqds_sim::units::{SEC, US};
 
 /// The paper's htsim incast setting: k-ary fat tree at 100 Gbps, MTU 4150 B,
 /// 35-packet trimming queues, window 50 packets; an N-to-1 native EQDS incast.
@@ -625,4 +625,72 @@ fn a_legacy_class_keeps_the_elephant_out_of_eqds_queues() {
         .expect("a class for no workload")
         .to_string();
     assert!(err.contains("eqds.legacy_class"), "{err}");
+}
+
+/// Four 100 Gbps servers each send 2 MB of native EQDS to their own 25 Gbps client
+/// across a 50 Gbps core (two spines) of 50-packet drop-tail queues, in RTS mode
+/// (no trimming), with `window` added to the `[eqds]` table, for up to 20 ms: the
+/// simulation and its flows.
+fn fast_senders_to_slow_receivers(window: &str) -> (Vec<FlowRecord>, Simulation) {
+    let text = format!(
+        r#"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 4
+        link = {{ rate = "25Gbps", latency = "1us" }}
+        leaf_host_links = [
+            {{ rate = "100Gbps", latency = "1us" }},
+            {{ rate = "25Gbps", latency = "1us" }},
+        ]
+        [switch]
+        load_balancing = "spray"
+        queue = {{ kind = "drop_tail", limit_packets = 50 }}
+        [transport]
+        protocol = "eqds"
+        [eqds]
+        mode = "rts"
+        {window}
+        [workload]
+        kind = "flows"
+        flows = [
+            {{ src = 0, dst = 4, size = "2MB" }}, {{ src = 1, dst = 5, size = "2MB" }},
+            {{ src = 2, dst = 6, size = "2MB" }}, {{ src = 3, dst = 7, size = "2MB" }},
+        ]
+        [stop]
+        when_flows_complete = true
+        time = "20ms"
+        "#
+    );
+    let (flows, _, sim) = common::run(&text);
+    (flows, sim)
+}
+
+fn rto_expiries(sim: &Simulation) -> u64 {
+    sim.eqds_summary().unwrap()["tunnels"]["rto_expiries"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_tunnel_to_a_slower_receiver_holds_only_the_receivers_bdp() {
+    // The default window is one BDP at the slower NIC of each tunnel: four tunnels
+    // of a 25 Gbps BDP fit the core's queues, nothing times out, and the flows
+    // share the 50 Gbps core. Sized for the 100 Gbps senders (the longest path's
+    // BDP at their rate, as one window for all would be), the four keep 4x that in
+    // flight, the core overflows, and without trimming each loss waits for the
+    // retransmit timeout.
+    let (flows, sim) = fast_senders_to_slow_receivers("");
+    assert!(flows.iter().all(|f| f.delivered == 2_000_000));
+    let last = flows.iter().filter_map(|f| f.end).max().unwrap();
+    // 8 MB over 50 Gbps take 1.28 ms.
+    assert!(last < 1_500 * US, "last completion at {last} ps");
+    assert_eq!(rto_expiries(&sim), 0);
+
+    let rtt = sim.network().max_base_rtt(1500, 64) as f64;
+    let fast_bdp = (rtt * 100e9 / SEC as f64 / 8.0 / 1500.0).ceil() as u32;
+    let (_, sim) = fast_senders_to_slow_receivers(&format!("window = {fast_bdp}"));
+    let rto = rto_expiries(&sim);
+    assert!(rto > 20, "window of {fast_bdp} packets: {rto} RTO expiries");
 }

@@ -47,6 +47,10 @@ pub struct EqdsSettings {
     pub mtu: u32,
     pub overhead: u32,
     pub window_packets: u32,
+    /// Set when `window` is not given and the hosts' NICs differ: the longest base
+    /// RTT, from which each tunnel's window is sized at the slower of its two hosts'
+    /// rates (`window_packets` is then the fastest host's, for the receivers).
+    pub tunnel_rtt: Option<Time>,
     /// Packets an idle tunnel sends unasked; `None`: as the mode says.
     pub initial_window_packets: Option<u32>,
     /// Credit asked for beyond the backlog while packets are in flight, in packets.
@@ -89,6 +93,8 @@ impl EqdsSettings {
             mtu,
             overhead: spec.overhead.0 as u32,
             window_packets,
+            // Set by the caller, who knows the hosts' rates.
+            tunnel_rtt: None,
             initial_window_packets: spec.initial_window.map(|p| p.min(window_packets)),
             demand_lookahead_packets: spec.demand_lookahead,
             send_queue: spec.send_queue,
@@ -200,6 +206,8 @@ pub struct EqdsLayer {
     pub counters: EqdsCounters,
     /// Inner packets released to their transports, for the run loop to hand over.
     pub delivered: Vec<PacketId>,
+    /// Each host's NIC rate in bit/s.
+    link_rates: Vec<u64>,
 }
 
 impl EqdsLayer {
@@ -266,7 +274,26 @@ impl EqdsLayer {
             tags: TagTable::default(),
             counters: EqdsCounters::default(),
             delivered: Vec::new(),
+            link_rates: link_rates.to_vec(),
         }
+    }
+
+    /// Sizes the window of `host`'s tunnel to `dst` before the tunnel first exists,
+    /// when windows are per tunnel (`EqdsSettings::tunnel_rtt`): one BDP at the
+    /// slower of the two NICs, since the receiver paces PULLs at its own rate and a
+    /// sender can send no faster than its own.
+    #[inline]
+    pub fn size_new_tunnel(&mut self, host: HostId, dst: HostId) {
+        let Some(rtt) = self.settings.tunnel_rtt else {
+            return;
+        };
+        let tx = &mut self.hosts[host as usize].tx;
+        if tx.tunnel_state(dst).is_some() {
+            return;
+        }
+        let rate = self.link_rates[host as usize].min(self.link_rates[dst as usize]);
+        let packets = bdp_packets(rtt, rate, self.settings.mtu).clamp(1, 1000);
+        tx.set_window(dst, packets * self.settings.mtu);
     }
 
     /// Tunnel-level totals over every host, for the summary.
@@ -288,6 +315,13 @@ impl EqdsLayer {
         }
         t
     }
+}
+
+/// Full packets of `mtu` bytes that a round trip of `rtt` holds at `rate` bit/s,
+/// rounded up.
+pub fn bdp_packets(rtt: Time, rate: u64, mtu: u32) -> u32 {
+    let bytes = u128::from(rtt) * u128::from(rate) / (8 * u128::from(crate::units::SEC));
+    bytes.div_ceil(u128::from(mtu)) as u32
 }
 
 /// Sums of the per-tunnel counters.

@@ -57,6 +57,7 @@ impl World {
             eqds.counters.ecn_marked += 1;
         }
         let id = self.pkts.alloc(pkt);
+        eqds.size_new_tunnel(host, dst);
         let tx = &mut eqds.hosts[host as usize].tx;
         let queued = if eqds.settings.acks_first && pkt.kind == PacketKind::Ack {
             tx.enqueue_ahead(now, dst, len, id)

@@ -149,16 +149,13 @@ impl Simulation {
         };
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
-        let bdp_packets = {
-            let rtt = world.net.max_base_rtt(mtu, header) as u128;
-            // At the fastest NIC's rate: a window must cover the fastest host.
-            let rate = (0..world.net.n_hosts)
-                .map(|h| world.net.host_rate(h))
-                .max()
-                .unwrap_or(0) as u128;
-            let bytes = rtt * rate / (8 * crate::units::SEC as u128);
-            bytes.div_ceil(mtu as u128) as u32
-        };
+        let base_rtt = world.net.max_base_rtt(mtu, header);
+        let rates: Vec<u64> = (0..world.net.n_hosts)
+            .map(|h| world.net.host_rate(h))
+            .collect();
+        // At the fastest NIC's rate: a window must cover the fastest host.
+        let fastest = rates.iter().copied().max().unwrap_or(0);
+        let bdp_packets = crate::eqds::bdp_packets(base_rtt, fastest, mtu);
         let ndp = t.ndp_config(world.net.path_count(), bdp_packets);
         world.pacers = (0..world.net.n_hosts)
             .map(|h| {
@@ -171,9 +168,11 @@ impl Simulation {
             let mut settings =
                 EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), bdp_packets);
             settings.path_stats = sc.output.paths_csv;
-            let rates: Vec<u64> = (0..world.net.n_hosts)
-                .map(|h| world.net.host_rate(h))
-                .collect();
+            // With NICs of several rates, a window sized for the fastest would keep
+            // several BDPs of a slower receiver in flight, queued in the network.
+            if sc.eqds.window.is_none() && rates.iter().any(|&r| r != fastest) {
+                settings.tunnel_rtt = Some(base_rtt);
+            }
             let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
             world.eqds = Some(Box::new(EqdsLayer::new(settings, &rates, &seeds)));
         } else if sc.output.paths_csv {
