@@ -79,6 +79,12 @@ pub enum DeliveryKind {
     /// Released regardless of holes because a greater epoch re-established the
     /// tunnel (item 34).
     Released,
+    /// Arrived after the reorder queue had skipped its hole: delivered out of order
+    /// rather than dropped.
+    Late {
+        /// Its sequence number.
+        seq: u32,
+    },
 }
 
 /// A packet for the host, from [`ReceivingEqif::poll_deliver`].
@@ -109,6 +115,8 @@ pub struct EqifStats {
     pub stale_syns: u64,
     /// Duplicates dropped (and ACKed).
     pub duplicates: u64,
+    /// Packets delivered late, out of order, after their hole had been skipped.
+    pub late: u64,
     /// Payloads held when a peer's state was dropped.
     pub lost_on_drop: u64,
 }
@@ -260,6 +268,16 @@ impl<P> ReceivingEqif<P> {
                                 });
                                 true
                             }
+                            Some(InsertOutcome::Late(payload)) => {
+                                stats.late += 1;
+                                deliveries.push_back(Delivery {
+                                    src,
+                                    epoch,
+                                    kind: DeliveryKind::Late { seq: header.seq },
+                                    payload,
+                                });
+                                true
+                            }
                             Some(InsertOutcome::Duplicate(p)) => {
                                 stats.duplicates += 1;
                                 discarded.push(p);
@@ -301,8 +319,14 @@ impl<P> ReceivingEqif<P> {
         discarded.extend(payload);
         drain_in_order(src, t, now, deliveries);
         if in_order_ack {
-            // Everything before the in-order point has arrived (or was given up on).
-            credit.defer_ack(now, src, t.queue.next_seq().wrapping_sub(1));
+            if t.queue.awaits_skipped() {
+                // A cumulative ACK would cover the skipped packet, and the sender
+                // would stop resending it.
+                credit.queue_control(src, ControlKind::Ack, header.seq, false);
+            } else {
+                // Everything before the in-order point has arrived.
+                credit.defer_ack(now, src, t.queue.next_seq().wrapping_sub(1));
+            }
         }
     }
 

@@ -16,13 +16,27 @@
 //!   held regardless of holes, since the old sequence space will never be filled;
 //! - **unordered** packets (native EQIF, Q20) bypass the queue.
 //!
-//! Duplicates (below the in-order point, or already held) are handed back so the caller
-//! can still ACK them: the first ACK may have been lost (item 41).
+//! A skipped hole is not given up for lost: the queue remembers the sequence numbers it
+//! skipped, and when one of them arrives after all (the sender's retransmission, or a
+//! straggler) it is handed out at once, out of order ([`InsertOutcome::Late`]) \[choice,
+//! Q14\]. The sender will go on resending a packet until it is ACKed, so without this
+//! every hole skipped before its resend arrived (any loss without trimming waits for
+//! the RTO, far longer than the queue holds a hole) would be data ACKed and dropped:
+//! silent loss for an application without its own recovery. A transport above EQDS
+//! sees a late packet as one more reordered segment. The record holds at most
+//! [`SKIPPED_RUNS_KEPT`] runs of skipped numbers; the oldest run is forgotten beyond
+//! that (counted in [`ReorderStats::skips_forgotten`]) and its stragglers become
+//! duplicates.
+//!
+//! Duplicates (below the in-order point and not awaited, or already held) are handed
+//! back so the caller can still ACK them: the first ACK may have been lost (item 41).
 //!
 //! # Memory
 //!
 //! A ring of exactly W slots, one per sequence number of the window, allocated once:
-//! no search and no allocation per packet. Sequence numbers are compared with serial
+//! no search and no allocation per packet. The record of skipped runs allocates only
+//! when a hole is first skipped, and is searched (binary search) only for packets
+//! below the in-order point. Sequence numbers are compared with serial
 //! arithmetic, so the queue works across the 2^32 wrap.
 //!
 //! # Time
@@ -37,8 +51,18 @@
 //! overflow parks the new packet until the packets before it have been handed out;
 //! a second overflow before that is refused ([`InsertOutcome::Dropped`]).
 
-use crate::wire::seq_lt;
+use crate::wire::{seq_le, seq_lt};
+use std::collections::VecDeque;
 use std::mem;
+
+/// Most runs of skipped sequence numbers a queue remembers (see the module
+/// documentation). 1024 runs of 8 bytes: a tunnel that skipped a thousand separate
+/// holes whose packets have not arrived yet is in far worse trouble than this bound.
+pub const SKIPPED_RUNS_KEPT: usize = 1024;
+
+/// Skipped runs further behind the in-order point than this are dropped, so that
+/// serial comparisons among the runs and the in-order point stay valid.
+const SKIPPED_HORIZON: u32 = 1 << 30;
 
 /// Reorder-queue parameters. Both are configurable per Q14.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +94,9 @@ pub enum InsertOutcome<P> {
     Queued,
     /// An unordered packet: deliver it to the host now. ACK it.
     Unordered(P),
+    /// A packet for a hole the queue skipped: deliver it to the host now, out of
+    /// order. ACK it.
+    Late(P),
     /// Already delivered or already held: drop it, but ACK it (item 41).
     Duplicate(P),
     /// Refused because an earlier bound overflow is still being released (the caller
@@ -95,6 +122,12 @@ pub struct ReorderStats {
     pub holes_skipped_timeout: u64,
     /// Packets refused with [`InsertOutcome::Dropped`].
     pub dropped: u64,
+    /// Packets for skipped holes handed back as [`InsertOutcome::Late`].
+    pub late: u64,
+    /// Skipped sequence numbers forgotten before their packet arrived, because the
+    /// record of skipped runs was full or they fell too far behind: their packets,
+    /// if they ever come, are taken for duplicates.
+    pub skips_forgotten: u64,
 }
 
 /// One sequence number of the window.
@@ -127,6 +160,10 @@ pub struct ReorderQueue<P> {
     parked: Option<(u32, P)>,
     /// When the current head hole was first seen with packets waiting behind it.
     hole_since: Option<u64>,
+    /// Runs `[start, end)` of sequence numbers skipped as holes whose packets have not
+    /// arrived since, oldest first, all behind the in-order point; disjoint, and
+    /// never touching (adjacent runs are merged).
+    skipped: VecDeque<(u32, u32)>,
     /// Counters.
     stats: ReorderStats,
 }
@@ -148,6 +185,7 @@ impl<P> ReorderQueue<P> {
             release_until: None,
             parked: None,
             hole_since: None,
+            skipped: VecDeque::new(),
             stats: ReorderStats::default(),
         }
     }
@@ -172,6 +210,13 @@ impl<P> ReorderQueue<P> {
         self.len() == 0
     }
 
+    /// Whether some skipped hole's packet is still awaited. A cumulative ACK up to the
+    /// in-order point would then cover a packet that never arrived, and the sender
+    /// would stop resending it: ACK packet by packet meanwhile.
+    pub fn awaits_skipped(&self) -> bool {
+        !self.skipped.is_empty()
+    }
+
     /// The counters so far; `reset` keeps them.
     pub fn stats(&self) -> &ReorderStats {
         &self.stats
@@ -184,6 +229,7 @@ impl<P> ReorderQueue<P> {
             InsertOutcome::Duplicate(_) => self.stats.duplicates += 1,
             InsertOutcome::Unordered(_) => self.stats.unordered += 1,
             InsertOutcome::Dropped(_) => self.stats.dropped += 1,
+            InsertOutcome::Late(_) => self.stats.late += 1,
             InsertOutcome::Queued => {}
         }
         self.refresh_hole_timer(now);
@@ -192,7 +238,11 @@ impl<P> ReorderQueue<P> {
 
     fn place(&mut self, seq: u32, unordered: bool, payload: P) -> InsertOutcome<P> {
         if seq_lt(seq, self.next) {
-            return InsertOutcome::Duplicate(payload);
+            return if self.take_skipped(seq) {
+                InsertOutcome::Late(payload)
+            } else {
+                InsertOutcome::Duplicate(payload)
+            };
         }
         let offset = seq.wrapping_sub(self.next);
         if offset < self.config.window {
@@ -269,7 +319,7 @@ impl<P> ReorderQueue<P> {
                         return None;
                     }
                     let offset = self.first(|s| matches!(s, Slot::Held(_)))?;
-                    self.advance(offset);
+                    self.skip(offset);
                     self.stats.holes_skipped_timeout += 1;
                 }
             }
@@ -294,7 +344,7 @@ impl<P> ReorderQueue<P> {
                 let run = self
                     .first(|s| !matches!(s, Slot::Empty))
                     .map_or(gap, |o| o.min(gap));
-                self.advance(run);
+                self.skip(run);
                 self.stats.holes_skipped_bound += 1;
                 None
             }
@@ -323,6 +373,8 @@ impl<P> ReorderQueue<P> {
         self.parked = None;
         self.release_until = None;
         self.hole_since = None;
+        // The old space's stragglers are the tunnel state machine's business now.
+        self.skipped.clear();
     }
 
     fn clear_slots(&mut self) {
@@ -354,6 +406,82 @@ impl<P> ReorderQueue<P> {
         self.head = self.index(n % self.config.window);
         // A new head hole, if any, gets its own timer.
         self.hole_since = None;
+        if !self.skipped.is_empty() {
+            self.forget_old_skips();
+        }
+    }
+
+    /// Moves the in-order point `n` seqs on over holes, remembering the empty ones as
+    /// skipped. Seqs beyond the window had no slot, so they count as holes too (an
+    /// unordered packet delivered there would be delivered again if it came twice:
+    /// unordered delivery promises no more).
+    fn skip(&mut self, n: u32) {
+        let in_ring = n.min(self.config.window);
+        for offset in 0..in_ring {
+            if matches!(self.slots[self.index(offset)], Slot::Empty) {
+                self.remember_skipped(self.next.wrapping_add(offset), 1);
+            }
+        }
+        if n > in_ring {
+            self.remember_skipped(self.next.wrapping_add(in_ring), n - in_ring);
+        }
+        self.advance(n);
+    }
+
+    /// Records `len` seqs from `start` (at or after every recorded run) as skipped.
+    fn remember_skipped(&mut self, start: u32, len: u32) {
+        let end = start.wrapping_add(len);
+        match self.skipped.back_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => self.skipped.push_back((start, end)),
+        }
+    }
+
+    /// Forgets the oldest skipped runs beyond [`SKIPPED_RUNS_KEPT`], and the seqs
+    /// further back than the horizon. Every run must end at or before the in-order
+    /// point.
+    fn forget_old_skips(&mut self) {
+        let oldest_kept = self.next.wrapping_sub(SKIPPED_HORIZON - 1);
+        while let Some(&(start, end)) = self.skipped.front() {
+            let full = self.skipped.len() > SKIPPED_RUNS_KEPT;
+            if full || seq_le(end, oldest_kept) {
+                self.stats.skips_forgotten += u64::from(end.wrapping_sub(start));
+                self.skipped.pop_front();
+                continue;
+            }
+            if seq_lt(start, oldest_kept) {
+                self.stats.skips_forgotten += u64::from(oldest_kept.wrapping_sub(start));
+                self.skipped[0].0 = oldest_kept;
+            }
+            return;
+        }
+    }
+
+    /// Whether `seq` (behind the in-order point) was skipped and not yet seen; if so
+    /// it is struck from the record, so a second copy is a duplicate.
+    fn take_skipped(&mut self, seq: u32) -> bool {
+        // Runs are in sequence order: find the first that ends after `seq`.
+        let i = self.skipped.partition_point(|&(_, end)| seq_le(end, seq));
+        let Some(&(start, end)) = self.skipped.get(i) else {
+            return false;
+        };
+        if seq_lt(seq, start) {
+            return false;
+        }
+        let after = seq.wrapping_add(1);
+        match (start == seq, end == after) {
+            (true, true) => {
+                self.skipped.remove(i);
+            }
+            (true, false) => self.skipped[i].0 = after,
+            (false, true) => self.skipped[i].1 = seq,
+            (false, false) => {
+                self.skipped[i].1 = seq;
+                self.skipped.insert(i + 1, (after, end));
+                self.forget_old_skips();
+            }
+        }
+        true
     }
 
     /// Starts the hole timer when packets wait behind an empty head slot and stops it
@@ -482,9 +610,93 @@ mod tests {
         assert_eq!(q.next_seq(), 3);
         assert_eq!(q.stats().holes_skipped_bound, 1);
         assert_eq!(q.len(), 1);
-        // The late 0 is now a duplicate; 3 and 4 complete the rest in order.
+        // The skipped 0 is delivered late, once; 3 and 4 complete the rest in order.
+        assert!(q.awaits_skipped());
+        assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Late(0));
+        assert!(!q.awaits_skipped());
         assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Duplicate(0));
         assert_eq!(feed(&mut q, 0, &[4, 3]), [3, 4, 5]);
+        assert_eq!((q.stats().late, q.stats().duplicates), (1, 1));
+    }
+
+    #[test]
+    fn a_skipped_run_is_delivered_late_in_any_order_each_seq_once() {
+        let mut q = queue(4, 0);
+        // 0..=5 skipped as one run by the jump to 9 (9 - 4 + 1 = 6).
+        assert_eq!(feed(&mut q, 0, &[9]), Vec::<u32>::new());
+        assert_eq!(q.next_seq(), 6);
+        for seq in [3, 0, 5, 1, 4, 2] {
+            assert_eq!(q.insert(0, seq, false, seq), InsertOutcome::Late(seq));
+            assert_eq!(q.insert(0, seq, false, seq), InsertOutcome::Duplicate(seq));
+        }
+        assert!(!q.awaits_skipped());
+        // Never skipped: 6..=8 are still ahead, in order.
+        assert_eq!(feed(&mut q, 0, &[7, 8, 6]), [6, 7, 8, 9]);
+        assert_eq!(q.stats().late, 6);
+    }
+
+    #[test]
+    fn a_hole_skipped_by_the_timeout_is_delivered_late_but_not_unordered_seqs() {
+        let mut q = queue(8, 0);
+        assert_eq!(q.insert(0, 1, true, 1), InsertOutcome::Unordered(1));
+        assert!(feed(&mut q, 0, &[3]).is_empty());
+        assert_eq!(q.poll_deliver(MS), Some(3));
+        // 0 and 2 were holes; 1 had arrived unordered.
+        assert_eq!(q.insert(MS, 1, false, 1), InsertOutcome::Duplicate(1));
+        assert_eq!(q.insert(MS, 2, false, 2), InsertOutcome::Late(2));
+        assert_eq!(q.insert(MS, 0, false, 0), InsertOutcome::Late(0));
+        assert!(!q.awaits_skipped());
+    }
+
+    #[test]
+    fn the_oldest_skipped_runs_are_forgotten_beyond_the_cap() {
+        let mut q = queue(2, 0);
+        // Each round skips one hole (an even seq) and delivers the odd one after it.
+        let runs = SKIPPED_RUNS_KEPT as u32 + 3;
+        for i in 0..runs {
+            assert!(feed(&mut q, 0, &[2 * i + 1]).is_empty());
+            assert_eq!(q.poll_deliver(MS * u64::from(i + 1)), Some(2 * i + 1));
+        }
+        assert_eq!(q.stats().skips_forgotten, 3);
+        assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Duplicate(0));
+        assert_eq!(q.insert(0, 6, false, 6), InsertOutcome::Late(6));
+        let last = 2 * (runs - 1);
+        assert_eq!(q.insert(0, last, false, last), InsertOutcome::Late(last));
+    }
+
+    #[test]
+    fn skipped_runs_further_back_than_the_horizon_are_forgotten() {
+        let mut q = queue(4, 0);
+        // 0 and 1 skipped; 2..=5 delivered.
+        assert_eq!(feed(&mut q, 0, &[5, 2, 3, 4]), [2, 3, 4, 5]);
+        // A jump to the horizon skips 6.. as one run and leaves 0 and 1 behind it.
+        let far = 6 + SKIPPED_HORIZON;
+        assert_eq!(feed(&mut q, 0, &[far]), Vec::<u32>::new());
+        assert_eq!(q.stats().skips_forgotten, 2);
+        assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Duplicate(0));
+        assert_eq!(q.insert(0, 6, false, 6), InsertOutcome::Late(6));
+        // A jump of more than the horizon keeps only the horizon's worth.
+        let farther = far + SKIPPED_HORIZON + SKIPPED_HORIZON / 2;
+        assert_eq!(feed(&mut q, 0, &[farther]), [far]);
+        assert_eq!(q.insert(0, far + 1, false, 1), InsertOutcome::Duplicate(1));
+        // The in-order point is now `farther - 3` (W = 4).
+        let oldest_kept = farther - 3 - (SKIPPED_HORIZON - 1);
+        assert_eq!(
+            q.insert(0, oldest_kept - 1, false, 2),
+            InsertOutcome::Duplicate(2)
+        );
+        assert_eq!(q.insert(0, oldest_kept, false, 3), InsertOutcome::Late(3));
+    }
+
+    #[test]
+    fn reset_forgets_the_old_spaces_skipped_holes() {
+        let mut q = queue(4, 0);
+        assert_eq!(feed(&mut q, 0, &[5]), Vec::<u32>::new());
+        assert!(q.awaits_skipped());
+        q.release_all().for_each(drop);
+        q.reset(100);
+        assert!(!q.awaits_skipped());
+        assert_eq!(q.insert(0, 0, false, 0), InsertOutcome::Duplicate(0));
     }
 
     #[test]
@@ -599,6 +811,8 @@ mod tests {
         assert_eq!(q.next_seq(), 0);
         assert_eq!(q.stats().holes_skipped_bound, 1);
         assert_eq!(feed(&mut q, 0, &[1, 2, 0]), [0, 1, 2, 3]);
+        let skipped = u32::MAX - 1;
+        assert_eq!(q.insert(0, skipped, false, 7), InsertOutcome::Late(7));
     }
 
     /// A window of `n` packets in any order, with some sent twice.
@@ -618,30 +832,41 @@ mod tests {
 
     proptest! {
         #[test]
-        fn every_packet_is_delivered_at_most_once_in_order((n, w, isn, order) in arrivals()) {
+        fn every_packet_is_delivered_exactly_once((n, w, isn, order) in arrivals()) {
             let mut q = ReorderQueue::new(ReorderConfig { window: w, hole_timeout: u64::MAX }, isn);
-            let mut delivered: Vec<u32> = Vec::new();
+            let mut in_order: Vec<u32> = Vec::new();
+            let mut late: Vec<u32> = Vec::new();
             for (now, &i) in order.iter().enumerate() {
                 let seq = isn.wrapping_add(i);
-                let outcome = q.insert(now as u64, seq, false, i);
-                prop_assert!(!matches!(outcome, InsertOutcome::Dropped(_)));
+                match q.insert(now as u64, seq, false, i) {
+                    InsertOutcome::Late(i) => late.push(i),
+                    InsertOutcome::Queued | InsertOutcome::Duplicate(_) => {}
+                    other => prop_assert!(false, "{:?}", other),
+                }
                 prop_assert!(q.len() <= w as usize);
-                delivered.extend(std::iter::from_fn(|| q.poll_deliver(now as u64)));
+                in_order.extend(std::iter::from_fn(|| q.poll_deliver(now as u64)));
                 prop_assert!(q.len() <= w as usize);
             }
-            // In order (strictly increasing offsets) means each at most once.
-            prop_assert!(delivered.windows(2).all(|p| p[0] < p[1]), "{:?}", delivered);
+            // Released in order: strictly increasing offsets.
+            prop_assert!(in_order.windows(2).all(|p| p[0] < p[1]), "{:?}", in_order);
             let stats = *q.stats();
             if stats.holes_skipped_bound == 0 {
-                prop_assert_eq!(delivered, (0..n).collect::<Vec<_>>());
+                prop_assert!(late.is_empty());
+                prop_assert_eq!(&in_order, &(0..n).collect::<Vec<_>>());
             }
             if w >= n {
                 prop_assert_eq!(stats.holes_skipped_bound, 0);
             }
-            // Whatever was not delivered was skipped over: it arrived after its hole was
-            // jumped, or is still held behind a hole.
-            prop_assert_eq!(stats.delivered as usize + q.len() + (stats.duplicates as usize)
-                , order.len());
+            // Every packet arrived at least once, so each was delivered exactly once
+            // (in order or late) or is still held behind a hole, and every other
+            // arrival was a duplicate.
+            let held: Vec<u32> = q.release_all().collect();
+            let mut all: Vec<u32> = in_order.iter().chain(&late).chain(&held).copied().collect();
+            all.sort_unstable();
+            prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
+            prop_assert_eq!(stats.duplicates as usize + n as usize, order.len());
+            prop_assert!(!q.awaits_skipped(), "every skipped packet came late");
+            prop_assert_eq!(stats.skips_forgotten, 0);
         }
     }
 }

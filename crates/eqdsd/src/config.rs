@@ -529,7 +529,8 @@ impl Config {
                 format!(
                     "{} must exceed 3 x eqds.rto_us ({}): repairing a loss takes an RTO, \
                      a credit-loss timeout of the same length and an RTT, and a hole \
-                     skipped sooner loses the packet",
+                     skipped sooner releases the packets behind it before the resend, \
+                     which then reaches TCP out of order",
                     e.reorder_timeout_us, e.rto_us
                 ),
             ));

@@ -219,3 +219,44 @@ fn every_payload_not_delivered_is_handed_back() {
     back.sort_unstable();
     assert_eq!(back, [2, 3, 4]);
 }
+
+#[test]
+fn a_skipped_holes_packet_is_delivered_late_and_blocks_cumulative_acks_until_then() {
+    let mut config = ReceivingEqifConfig::default();
+    config.reorder.window = 4;
+    config.credit.ack_coalesce = 4;
+    let mut rx = ReceivingEqif::new(config);
+    let isn = isn_for_epoch(2);
+    rx.handle_data(0, SRC, &data(isn, true), 0, 100);
+    controls(&mut rx);
+    // isn + 1 is lost; isn + 5 lies W past the in-order point, so the hole is skipped.
+    for seq in 2..=5 {
+        rx.handle_data(0, SRC, &data(isn + seq, false), seq, 100);
+    }
+    let released = delivered(&mut rx);
+    assert_eq!(released.len(), 5);
+    controls(&mut rx);
+    // In order, but a cumulative ACK would cover isn + 1: ACKed on its own, at once.
+    rx.handle_data(0, SRC, &data(isn + 6, false), 6, 100);
+    assert_eq!(controls(&mut rx), [(ControlKind::Ack, isn + 6, false)]);
+    // The resend arrives: delivered out of order, ACKed.
+    rx.handle_data(0, SRC, &data(isn + 1, false), 1, 100);
+    assert_eq!(
+        delivered(&mut rx),
+        [
+            (DeliveryKind::InOrder { seq: isn + 6 }, 6),
+            (DeliveryKind::Late { seq: isn + 1 }, 1)
+        ]
+    );
+    assert_eq!(controls(&mut rx), [(ControlKind::Ack, isn + 1, false)]);
+    assert_eq!(rx.stats().late, 1);
+    // Nothing is awaited any more: in-order ACKs are deferred again.
+    rx.handle_data(0, SRC, &data(isn + 7, false), 7, 100);
+    assert!(controls(&mut rx).is_empty());
+    // A second copy is a duplicate.
+    rx.handle_data(0, SRC, &data(isn + 1, false), 1, 100);
+    assert!(delivered(&mut rx)
+        .iter()
+        .all(|d| d.0 != DeliveryKind::Late { seq: isn + 1 }));
+    assert_eq!(rx.stats().duplicates, 1);
+}

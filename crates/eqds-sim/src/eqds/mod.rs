@@ -311,6 +311,7 @@ impl EqdsLayer {
             }
             let e = host.rx.stats();
             t.duplicates += e.duplicates;
+            t.late += e.late;
             t.rst_sent += e.rst_sent;
         }
         t
@@ -337,5 +338,7 @@ pub struct TunnelTotals {
     pub warm_restarts: u64,
     pub epochs: u64,
     pub duplicates: u64,
+    /// Packets delivered out of order after the reorder queue skipped their hole.
+    pub late: u64,
     pub rst_sent: u64,
 }

@@ -101,7 +101,8 @@ pub struct EqdsSpec {
     pub reorder_window: Option<u32>,
     /// How long a hole may hold the reorder queue back before it is skipped
     /// (default 5 ms). Longer than the retransmit and credit-loss timeouts with room
-    /// to spare: a hole skipped before its resend arrives is data lost for good.
+    /// to spare: a hole skipped before its resend arrives is delivered late, out of
+    /// order.
     #[serde(default = "default_reorder_timeout")]
     pub reorder_timeout: Duration,
     /// Workloads (indices into the scenario's workload list) whose flows are legacy
