@@ -224,6 +224,7 @@ impl<P> ReceivingEqif<P> {
             seq: header.seq,
             syn: header.syn,
             expected: t.queue.next_seq(),
+            awaited: t.queue.awaits(header.seq),
         };
         let mut payload = Some(payload);
         // An in-order packet's ACK may be deferred (Q9) once the reorder queue has

@@ -457,17 +457,29 @@ impl<P> ReorderQueue<P> {
         }
     }
 
+    /// The index of the skipped run holding `seq`, if any.
+    fn skipped_run(&self, seq: u32) -> Option<usize> {
+        if !seq_lt(seq, self.next) {
+            return None;
+        }
+        // Runs are in sequence order: find the first that ends after `seq`.
+        let i = self.skipped.partition_point(|&(_, end)| seq_le(end, seq));
+        let &(start, _) = self.skipped.get(i)?;
+        seq_le(start, seq).then_some(i)
+    }
+
+    /// Whether `seq` was skipped as a hole and its packet has not arrived since.
+    pub fn awaits(&self, seq: u32) -> bool {
+        !self.skipped.is_empty() && self.skipped_run(seq).is_some()
+    }
+
     /// Whether `seq` (behind the in-order point) was skipped and not yet seen; if so
     /// it is struck from the record, so a second copy is a duplicate.
     fn take_skipped(&mut self, seq: u32) -> bool {
-        // Runs are in sequence order: find the first that ends after `seq`.
-        let i = self.skipped.partition_point(|&(_, end)| seq_le(end, seq));
-        let Some(&(start, end)) = self.skipped.get(i) else {
+        let Some(i) = self.skipped_run(seq) else {
             return false;
         };
-        if seq_lt(seq, start) {
-            return false;
-        }
+        let (start, end) = self.skipped[i];
         let after = seq.wrapping_add(1);
         match (start == seq, end == after) {
             (true, true) => {
@@ -625,8 +637,11 @@ mod tests {
         // 0..=5 skipped as one run by the jump to 9 (9 - 4 + 1 = 6).
         assert_eq!(feed(&mut q, 0, &[9]), Vec::<u32>::new());
         assert_eq!(q.next_seq(), 6);
+        assert!((0..6).all(|seq| q.awaits(seq)));
+        assert!(!q.awaits(6) && !q.awaits(9) && !q.awaits(u32::MAX));
         for seq in [3, 0, 5, 1, 4, 2] {
             assert_eq!(q.insert(0, seq, false, seq), InsertOutcome::Late(seq));
+            assert!(!q.awaits(seq));
             assert_eq!(q.insert(0, seq, false, seq), InsertOutcome::Duplicate(seq));
         }
         assert!(!q.awaits_skipped());

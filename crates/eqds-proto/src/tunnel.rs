@@ -153,6 +153,10 @@ pub enum RxEvent {
         /// The reorder queue's in-order point (`ReorderQueue::next_seq`), for the stray
         /// check of Q13. Ignored when CLOSED.
         expected: u32,
+        /// Whether the reorder queue skipped `seq` as a hole and still awaits it
+        /// (`ReorderQueue::awaits`): a resend of this epoch, however far behind the
+        /// in-order point. Ignored when CLOSED.
+        awaited: bool,
     },
     /// Admin command, memory pressure or idle timeout: drop the tunnel.
     Close,
@@ -269,6 +273,7 @@ impl RxTunnel {
                     seq,
                     syn: false,
                     expected,
+                    awaited,
                 },
             ) => {
                 // Q13 [choice]: non-SYN data far from the in-order point belongs to
@@ -285,9 +290,14 @@ impl RxTunnel {
                 // first is answered with RST, which moves the sender to a fresh epoch
                 // that our SYN handling accepts. A sender that used its whole block
                 // before its SYN-ACK came back pays one needless restart.
+                //
+                // A packet whose hole the reorder queue skipped is awaited whatever
+                // its distance: without trimming its resend comes an RTO later, many
+                // windows behind, and an RST would restart the tunnel for it.
                 let limit = 2 * i64::from(self.config.window);
                 let foreign = !self.confirmed && epoch_of(seq) != epoch;
-                if foreign || i64::from(seq_diff(seq, expected)).abs() > limit {
+                let far = i64::from(seq_diff(seq, expected)).abs() > limit;
+                if foreign || (far && !awaited) {
                     Actions::of(&[SendRst, Drop])
                 } else {
                     self.confirmed = true;
@@ -561,7 +571,12 @@ mod tests {
     }
 
     fn data(seq: u32, syn: bool, expected: u32) -> RxEvent {
-        RxEvent::Data { seq, syn, expected }
+        RxEvent::Data {
+            seq,
+            syn,
+            expected,
+            awaited: false,
+        }
     }
 
     fn syn_ack(epoch: u32) -> TxEvent {
@@ -712,6 +727,28 @@ mod tests {
             );
         }
         assert_eq!(rx.state(), RxState::Established { epoch: 9 });
+    }
+
+    #[test]
+    fn rx_established_awaited_data_far_behind_is_accepted() {
+        // A resend for a hole the reorder queue skipped, an RTO later.
+        let mut rx = rx_in(RxState::Established { epoch: 9 });
+        let seq = isn_for_epoch(9) + 3;
+        let event = RxEvent::Data {
+            seq,
+            syn: false,
+            expected: seq + 5000,
+            awaited: true,
+        };
+        assert_eq!(
+            list(rx.handle(event)),
+            [RxAction::Accept { syn_ack: false }]
+        );
+        assert_eq!(
+            list(rx.handle(data(seq, false, seq + 5000))),
+            [RxAction::SendRst, RxAction::Drop],
+            "not awaited: a stray of another epoch"
+        );
     }
 
     #[test]
@@ -1070,6 +1107,7 @@ mod tests {
                 seq: pkt.seq,
                 syn: pkt.syn,
                 expected: self.queue.next_seq(),
+                awaited: self.queue.awaits(pkt.seq),
             };
             for action in self.fsm.handle(event) {
                 match action {

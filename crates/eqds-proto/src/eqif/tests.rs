@@ -260,3 +260,30 @@ fn a_skipped_holes_packet_is_delivered_late_and_blocks_cumulative_acks_until_the
         .all(|d| d.0 != DeliveryKind::Late { seq: isn + 1 }));
     assert_eq!(rx.stats().duplicates, 1);
 }
+
+#[test]
+fn a_resend_for_a_skipped_hole_far_behind_is_delivered_without_an_rst() {
+    let mut config = ReceivingEqifConfig::default();
+    config.reorder.window = 4;
+    config.tunnel.window = 4;
+    let mut rx = ReceivingEqif::new(config);
+    let isn = isn_for_epoch(2);
+    rx.handle_data(0, SRC, &data(isn, true), 0, 100);
+    // isn + 1 is lost and skipped; the tunnel runs on 20 packets, 5 windows.
+    for seq in 2..=20 {
+        rx.handle_data(0, SRC, &data(isn + seq, false), seq, 100);
+    }
+    assert_eq!(delivered(&mut rx).len(), 20);
+    controls(&mut rx);
+    rx.handle_data(0, SRC, &data(isn + 1, false), 1, 100);
+    assert_eq!(
+        delivered(&mut rx),
+        [(DeliveryKind::Late { seq: isn + 1 }, 1)]
+    );
+    assert_eq!(controls(&mut rx), [(ControlKind::Ack, isn + 1, false)]);
+    // A second copy far behind is no longer awaited, and could as well be another
+    // epoch's: the RST of Q13.
+    rx.handle_data(0, SRC, &data(isn + 1, false), 1, 100);
+    assert_eq!(controls(&mut rx), [(ControlKind::Rst, isn + 1, false)]);
+    assert_eq!(rx.stats().rst_sent, 1);
+}
