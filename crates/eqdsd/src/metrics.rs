@@ -60,6 +60,7 @@ pub fn render(engine: &Engine, out: &mut String) {
          # TYPE eqdsd_rst_received_total counter\neqdsd_rst_received_total {}",
         engine.sender().rst_received()
     );
+    render_receiver_events(engine, out);
 
     // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
     // reorder depth. One line per metric per peer, labelled by the peer's endpoint.
@@ -186,6 +187,61 @@ pub fn render(engine: &Engine, out: &mut String) {
 /// Per tunnel and path id, what the sending EQIF saw (`eqds.path_stats`; nothing
 /// when it is off): the paths a tunnel sprays over are routes through the fabric,
 /// and a slow or lossy one shows here.
+/// The receiving EQIF's tunnel events, summed over peers: what the Appendix A state
+/// machines and the reorder queues did with the data that came in.
+fn render_receiver_events(engine: &Engine, out: &mut String) {
+    let rx = engine.receiver().stats();
+    let events = [
+        (
+            "established",
+            "Receiving tunnels established from CLOSED",
+            rx.established,
+        ),
+        (
+            "reestablished",
+            "Receiving tunnels re-established by a greater epoch",
+            rx.reestablished,
+        ),
+        (
+            "released",
+            "Packets released regardless of holes by a re-establishment",
+            rx.released,
+        ),
+        (
+            "rst_sent",
+            "RSTs sent for data of no current tunnel",
+            rx.rst_sent,
+        ),
+        (
+            "stale_syns",
+            "SYNs of an older epoch answered with the current one",
+            rx.stale_syns,
+        ),
+        (
+            "duplicates",
+            "Duplicate DATA dropped (and ACKed)",
+            rx.duplicates,
+        ),
+        (
+            "late",
+            "DATA delivered out of order after its reorder-queue hole was skipped",
+            rx.late,
+        ),
+        (
+            "lost_on_drop",
+            "Packets held for reordering when a peer's state was dropped",
+            rx.lost_on_drop,
+        ),
+    ];
+    for (name, help, v) in events {
+        let _ = writeln!(
+            out,
+            "# HELP eqdsd_rx_{name}_total {help}\n\
+             # TYPE eqdsd_rx_{name}_total counter\neqdsd_rx_{name}_total {v}"
+        );
+    }
+}
+
 fn render_path_stats(engine: &Engine, out: &mut String) {
     type Get = fn(&PathStats) -> Option<u64>;
     let metrics: [(&str, &str, &str, Get); 6] = [
