@@ -23,7 +23,8 @@ pub struct PathStats {
     pub acked: u64,
     /// NACKs and returned headers: the network trimmed the packet on this path.
     pub trimmed: u64,
-    /// Retransmit timer expiries: the packet or its answer was lost outright.
+    /// Retransmit timer expiries, and packets taken for lost by the loss reorder
+    /// window: the packet or its answer was lost outright.
     pub timed_out: u64,
     /// Round-trip samples taken (packets ACKed after exactly one transmission).
     pub rtt_samples: u64,

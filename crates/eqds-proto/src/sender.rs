@@ -83,8 +83,11 @@
 //! # Loss recovery
 //!
 //! ACK frees a packet (its payload comes back from [`Sender::poll_acked`]); NACK or
-//! the per-packet retransmit timer moves it to the retransmit queue (item 25-26). A
-//! tunnel with backlog, not enough credit and nothing in flight that has heard nothing
+//! the per-packet retransmit timer moves it to the retransmit queue (item 25-26).
+//! Optionally (`SenderConfig::loss_reorder_window`, off by default) a packet is also
+//! taken for lost once a packet sent sufficiently later has been ACKed, as RACK does
+//! for TCP: on a network that does not trim, a loss then costs about a round trip
+//! instead of an RTO. A tunnel with backlog, not enough credit and nothing in flight that has heard nothing
 //! for `credit_loss_timeout` sends an RTS (item 27, Q11); the receiver answers an RTS
 //! at once with its current pull number, which repairs a lost final PULL.
 //!
@@ -203,6 +206,16 @@ pub struct SenderConfig {
     /// sent on a path, the tunnel sprays around that path for this long
     /// (`PathCycle`). Default 0: off, every path in turn whatever happened on it.
     pub path_avoidance: Time,
+    /// Time-based loss detection \[choice, beyond the paper\], after RACK (RFC 8985):
+    /// once a packet sent at time `t` is ACKed on its only transmission, packets
+    /// still in flight that were sent before `t - loss_reorder_window` are taken for
+    /// lost and queued for resend without waiting for their retransmit timeout.
+    /// Without trimming (RTS mode on a drop-tail network) a loss otherwise costs a
+    /// whole RTO. The window must cover the spread of delays across the sprayed
+    /// paths, and the receiver's `ack_delay` when it coalesces ACKs, or packets that
+    /// merely arrived late or were ACKed late are resent. Default 0: off, as in the
+    /// paper (NACKs and the RTO only).
+    pub loss_reorder_window: Time,
 }
 
 impl SenderConfig {
@@ -236,6 +249,7 @@ impl Default for SenderConfig {
             seed: 0,
             path_stats: false,
             path_avoidance: 0,
+            loss_reorder_window: 0,
         }
     }
 }
@@ -319,6 +333,9 @@ pub struct TunnelStats {
     pub retransmits: u64,
     /// Retransmit timer expiries.
     pub rto_expiries: u64,
+    /// Packets taken for lost before their timeout because one sent more than
+    /// `SenderConfig::loss_reorder_window` later was ACKed.
+    pub reorder_losses: u64,
     /// Credit refused because it would have exceeded W: a faulty or hostile receiver
     /// (a correct one never causes it).
     pub credit_clamped_bytes: u64,
@@ -485,6 +502,9 @@ struct Tunnel<P> {
     strays: Vec<Stray>,
     /// Round-trip samples of packets sent once: the retransmit timeout.
     rtt: RttEstimator,
+    /// Latest send time of a packet ACKed on its only transmission: what has surely
+    /// crossed the network, for `SenderConfig::loss_reorder_window`.
+    newest_delivered_send: Option<Time>,
     /// Charged bytes in `in_flight`.
     in_flight_bytes: u64,
     /// `in_flight_bytes` as last added to the sender's total.
@@ -537,6 +557,7 @@ impl<P> Tunnel<P> {
             in_flight: VecDeque::new(),
             strays: Vec::new(),
             rtt: RttEstimator::default(),
+            newest_delivered_send: None,
             in_flight_bytes: 0,
             counted_in_flight: 0,
             credit: 0,
@@ -568,6 +589,7 @@ impl<P> Tunnel<P> {
                 bytes_sent: 0,
                 retransmits: 0,
                 rto_expiries: 0,
+                reorder_losses: 0,
                 credit_clamped_bytes: 0,
                 epochs: 0,
                 renumbered: 0,
@@ -620,6 +642,25 @@ impl<P> Tunnel<P> {
         } else {
             self.stray_answered(seq);
             false
+        }
+    }
+
+    /// Queues for resend the packets in flight sent more than `window` before the
+    /// latest transmission known to have arrived (`SenderConfig::loss_reorder_window`).
+    /// The in-flight queue is in send order, so they are at its front.
+    fn declare_reordered_losses(&mut self, now: Time, window: Time, avoidance: Time) {
+        let Some(newest) = self.newest_delivered_send else {
+            return;
+        };
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|p| p.sent_at.saturating_add(window) < newest)
+        {
+            let pkt = self.in_flight.pop_front().expect("front exists");
+            self.stats.reorder_losses += 1;
+            self.path_failed(pkt.path_id, now, avoidance, |p| p.timed_out += 1);
+            move_to_retransmit(self, pkt);
         }
     }
 
@@ -1140,6 +1181,9 @@ impl<P: Clone> Sender<P> {
                 t.echo(header.ack_no, now, cfg.path_avoidance);
             }
         }
+        if cfg.loss_reorder_window > 0 {
+            t.declare_reordered_losses(now, cfg.loss_reorder_window, cfg.path_avoidance);
+        }
         if t.stalled() && seq_le(t.last_target, t.highest_pull) {
             // Demand the receiver has not heard of: every PULL asked for has come,
             // nothing in flight can earn another, and the credit held cannot pay for
@@ -1505,6 +1549,7 @@ fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acke
             let rtt = (pkt.sends == 1).then(|| now.saturating_sub(pkt.sent_at));
             if let Some(sample) = rtt {
                 t.rtt.sample(sample);
+                t.newest_delivered_send = t.newest_delivered_send.max(Some(pkt.sent_at));
             }
             (pkt, rtt)
         }

@@ -674,13 +674,13 @@ fn rto_expiries(sim: &Simulation) -> u64 {
 }
 
 #[test]
-fn a_tunnel_to_a_slower_receiver_holds_only_the_receivers_bdp() {
+fn a_tunnel_to_a_slower_receiver_holds_only_the_receivers_bdp_or_must_find_losses_fast() {
     // The default window is one BDP at the slower NIC of each tunnel: four tunnels
     // of a 25 Gbps BDP fit the core's queues, nothing times out, and the flows
     // share the 50 Gbps core. Sized for the 100 Gbps senders (the longest path's
     // BDP at their rate, as one window for all would be), the four keep 4x that in
     // flight, the core overflows, and without trimming each loss waits for the
-    // retransmit timeout.
+    // retransmit timeout, unless the loss reorder window finds it sooner.
     let (flows, sim) = fast_senders_to_slow_receivers("");
     assert!(flows.iter().all(|f| f.delivered == 2_000_000));
     let last = flows.iter().filter_map(|f| f.end).max().unwrap();
@@ -701,4 +701,22 @@ fn a_tunnel_to_a_slower_receiver_holds_only_the_receivers_bdp() {
         .unwrap();
     assert!(late > 0);
     assert!(flows.iter().all(|f| f.delivered == 2_000_000), "{flows:?}");
+    let slow_last = flows.iter().filter_map(|f| f.end).max().unwrap();
+    assert!(slow_last > 1_500 * US, "last completion at {slow_last} ps");
+
+    // The same overflow, with losses found from later packets' ACKs: every loss is
+    // resent about a round trip after it, none waits for its timeout, and the
+    // flows finish nearly as soon as with the right window.
+    let (flows, sim) = fast_senders_to_slow_receivers(&format!(
+        "window = {fast_bdp}\nloss_reorder_window = \"5us\""
+    ));
+    let tunnels = &sim.eqds_summary().unwrap()["tunnels"];
+    assert_eq!(tunnels["rto_expiries"].as_u64(), Some(0), "{tunnels}");
+    assert!(
+        tunnels["reorder_losses"].as_u64().unwrap() > 100,
+        "{tunnels}"
+    );
+    assert!(flows.iter().all(|f| f.delivered == 2_000_000), "{flows:?}");
+    let last = flows.iter().filter_map(|f| f.end).max().unwrap();
+    assert!(last < 1_400 * US, "last completion at {last} ps");
 }

@@ -86,7 +86,10 @@ pub fn chaos(max_loss: u32, max_trim: u32) -> impl proptest::strategy::Strategy<
 /// Sender `id` of the simulated network, in first-RTT `mode`, asking for
 /// `lookahead` bytes beyond its backlog while it has packets in flight. Senders with
 /// an odd `seed` avoid a path for two round trips after it trims or loses a packet,
-/// so that the harnesses cover spraying with and without path avoidance.
+/// so that the harnesses cover spraying with and without path avoidance. Bits 3-4 of
+/// `seed` choose the loss reorder window: off, or one or four one-way delays, which
+/// the data jitter (up to four) and the receivers' deferred ACKs often exceed, so
+/// that packets merely late are resent too.
 pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderConfig {
     SenderConfig {
         mode,
@@ -106,6 +109,11 @@ pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderCo
         // On, so that the harnesses check its bookkeeping too.
         path_stats: true,
         path_avoidance: if seed % 2 == 1 { 4 * DELAY } else { 0 },
+        loss_reorder_window: match (seed >> 3) & 3 {
+            1 => DELAY,
+            2 => 4 * DELAY,
+            _ => 0,
+        },
     }
 }
 

@@ -74,6 +74,8 @@ pub struct EqdsSettings {
     pub path_stats: bool,
     /// How long a tunnel avoids a path that trimmed or lost a packet (0: never).
     pub path_avoidance: Time,
+    /// `SenderConfig::loss_reorder_window` (0: off).
+    pub loss_reorder_window: Time,
     /// Some flows are legacy traffic that goes around EQDS (`legacy_workloads`):
     /// only then does sending look up the flow.
     pub has_legacy: bool,
@@ -120,6 +122,7 @@ impl EqdsSettings {
             // Asked for by `[output] paths_csv`, set by the caller.
             path_stats: false,
             path_avoidance: spec.path_avoidance.0,
+            loss_reorder_window: spec.loss_reorder_window.0,
             has_legacy: !spec.legacy_workloads.is_empty(),
         }
     }
@@ -239,6 +242,7 @@ impl EqdsLayer {
                     seed,
                     path_stats: settings.path_stats,
                     path_avoidance: settings.path_avoidance,
+                    loss_reorder_window: settings.loss_reorder_window,
                 }),
                 rx: ReceivingEqif::new(ReceivingEqifConfig {
                     credit: ReceiverConfig {
@@ -304,6 +308,7 @@ impl EqdsLayer {
                 t.tunnels += 1;
                 t.retransmits += s.retransmits;
                 t.rto_expiries += s.rto_expiries;
+                t.reorder_losses += s.reorder_losses;
                 t.credit_loss_rts += s.credit_loss_rts;
                 t.bursts += s.bursts;
                 t.warm_restarts += s.warm_restarts;
@@ -331,6 +336,8 @@ pub struct TunnelTotals {
     pub tunnels: u64,
     pub retransmits: u64,
     pub rto_expiries: u64,
+    /// Packets resent before their timeout by `loss_reorder_window`.
+    pub reorder_losses: u64,
     pub credit_loss_rts: u64,
     /// NDP-mode (re)starts that burst a window.
     pub bursts: u64,

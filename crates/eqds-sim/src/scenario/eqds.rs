@@ -118,6 +118,11 @@ pub struct EqdsSpec {
     /// path for this long (default 0: off).
     #[serde(default)]
     pub path_avoidance: Duration,
+    /// Time-based loss detection (RACK-like, default 0: off): a packet in flight
+    /// is resent once one sent more than this later has been ACKed, without
+    /// waiting for its retransmit timeout.
+    #[serde(default)]
+    pub loss_reorder_window: Duration,
 }
 
 fn default_send_queue() -> u32 {
