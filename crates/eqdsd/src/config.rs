@@ -127,6 +127,8 @@ struct EqdsSection {
     path_stats: bool,
     #[serde(default)]
     path_avoidance_us: u64,
+    #[serde(default)]
+    loss_reorder_window_us: u64,
     #[serde(default = "default_pace_control")]
     pace_control: bool,
     #[serde(default = "default_send_queue")]
@@ -342,6 +344,9 @@ pub struct Config {
     /// How long a tunnel sprays around a path that trimmed or lost a packet, in
     /// microseconds (0: never).
     pub path_avoidance_us: u64,
+    /// Time-based loss detection (`SenderConfig::loss_reorder_window`), in
+    /// microseconds (0: off).
+    pub loss_reorder_window_us: u64,
     /// PULL pacing leaves room on the access link for the control packets that
     /// arrive on it (`Receiver::charge_unpulled`).
     pub pace_control: bool,
@@ -517,6 +522,16 @@ impl Config {
         if e.path_avoidance_us > 10_000_000 {
             return Err(invalid("eqds.path_avoidance_us", "must be 0..=10000000"));
         }
+        if e.loss_reorder_window_us >= e.rto_us {
+            return Err(invalid(
+                "eqds.loss_reorder_window_us",
+                format!(
+                    "{} must be below eqds.rto_us ({}): it finds losses sooner than \
+                     the timeout, or not at all",
+                    e.loss_reorder_window_us, e.rto_us
+                ),
+            ));
+        }
         if e.rto_us == 0 || e.rto_us > 10_000_000 {
             return Err(invalid("eqds.rto_us", "must be 1..=10000000"));
         }
@@ -627,6 +642,7 @@ impl Config {
             acks_first: e.acks_first,
             path_stats: e.path_stats,
             path_avoidance_us: e.path_avoidance_us,
+            loss_reorder_window_us: e.loss_reorder_window_us,
             pace_control: e.pace_control,
             send_queue_packets: e.send_queue,
             policy,

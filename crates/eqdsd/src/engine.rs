@@ -145,6 +145,7 @@ impl Engine {
             seed,
             path_stats: config.path_stats,
             path_avoidance: config.path_avoidance_us * PS_PER_US,
+            loss_reorder_window: config.loss_reorder_window_us * PS_PER_US,
         });
         // Per-tunnel reorder span. Without trimming a loss is found only by the RTO
         // (and its credit by the credit-loss timeout), and the sender keeps sending

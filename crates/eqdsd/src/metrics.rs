@@ -65,7 +65,7 @@ pub fn render(engine: &Engine, out: &mut String) {
     // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
     // reorder depth. One line per metric per peer, labelled by the peer's endpoint.
     type Getter = fn(&Engine, u32) -> Option<i128>;
-    let tunnel_metrics: [(&str, &str, &str, Getter); 16] = [
+    let tunnel_metrics: [(&str, &str, &str, Getter); 17] = [
         (
             "tx_send_queue_bytes",
             "gauge",
@@ -113,6 +113,12 @@ pub fn render(engine: &Engine, out: &mut String) {
             "counter",
             "Retransmit timeouts",
             |e, p| e.sender().tunnel(p).map(|t| t.rto_expiries.into()),
+        ),
+        (
+            "tx_reorder_losses_total",
+            "counter",
+            "Packets resent before their timeout: one sent a loss reorder window later was ACKed",
+            |e, p| e.sender().tunnel(p).map(|t| t.reorder_losses.into()),
         ),
         (
             "tx_srtt_us",

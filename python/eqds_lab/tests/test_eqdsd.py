@@ -602,3 +602,34 @@ allowed_ips = ["{inner(other)}/32", "{inner6(other)}/128"]
     # The TUN device and its IPv6 address go with the daemon.
     assert daemons.stop(1) == 0
     assert "eqds0" not in testbed.in_host(1, "ip", "-o", "link", "show")
+
+
+@pytest.mark.parametrize("window_us", [0, 500])
+def test_the_loss_reorder_window_finds_losses_before_the_timeout(
+    testbed: Bed, daemons: Daemons, window_us: int
+) -> None:
+    """The router drops 2% of what it forwards to host 2 (one way: a bad link). This
+    network does not trim, so without eqds.loss_reorder_window_us each loss waits for
+    the retransmit timeout (2 ms at least); with it, the ACK of a packet sent more than
+    the window after a lost one reveals the loss about a round trip later, and the
+    timer fires only for the losses nothing was sent after."""
+    testbed.up("--hosts", "2", "--rate", "100mbit", "--queue", "50")
+    router = f"{testbed.prefix}-r1"
+    for rule in (
+        "add table inet lossy",
+        "add chain inet lossy forward { type filter hook forward priority 0 ; }",
+        "add rule inet lossy forward oifname h2 numgen random mod 100 < 2 drop",
+    ):
+        subprocess.run(["ip", "netns", "exec", router, "nft", *rule.split()], check=True)
+    for h in (1, 2):
+        daemons.start(h, "100mbit", extra=f"loss_reorder_window_us = {window_us}")
+    testbed.iperf3_server(2, 5201, addr=inner(2))
+    testbed.iperf3_client(1, 2, 5201, "-C", "cubic", seconds=3, addr=inner(2))
+    m = daemons.metrics(1)
+    peer = '{peer="10.77.2.1"}'
+    found = m[f"eqdsd_tunnel_tx_reorder_losses_total{peer}"]
+    timeouts = m[f"eqdsd_tunnel_tx_rto_expiries_total{peer}"]
+    if window_us:
+        assert found > 20 and found > 3 * timeouts, (found, timeouts)
+    else:
+        assert found == 0 and timeouts > 20, (found, timeouts)

@@ -37,6 +37,16 @@ fn minimal_file_gets_defaults() {
     assert_eq!(c.path_avoidance_us, 0);
     let e = err(&format!("{MINIMAL}\n[eqds]\npath_avoidance_us = 10000001"));
     assert!(e.starts_with("eqds.path_avoidance_us:"), "{e}");
+    assert_eq!(c.loss_reorder_window_us, 0);
+    let e = err(&format!(
+        "{MINIMAL}\n[eqds]\nrto_us = 2000\nloss_reorder_window_us = 2000"
+    ));
+    assert!(
+        e.starts_with("eqds.loss_reorder_window_us: 2000 must be below"),
+        "{e}"
+    );
+    let on = Config::parse(&format!("{MINIMAL}\n[eqds]\nloss_reorder_window_us = 500"));
+    assert_eq!(on.unwrap().loss_reorder_window_us, 500);
     let on = Config::parse(&format!("{MINIMAL}\n[eqds]\npath_stats = true")).unwrap();
     assert!(on.path_stats);
 }
