@@ -59,6 +59,18 @@ def star(testbed: Bed, daemons: Daemons, hosts: int, with_daemons, mbps: int = 2
         daemons.start(h, f"{mbps}mbit")
 
 
+def drop_forwarded(testbed: Bed, router: str, interface: str, percent: int) -> None:
+    """Makes `router` drop `percent`% of what it forwards out of `interface`, at random
+    (nftables): a bad link, one way."""
+    ns = f"{testbed.prefix}-{router}"
+    for rule in (
+        "add table inet lossy",
+        "add chain inet lossy forward { type filter hook forward priority 0 ; }",
+        f"add rule inet lossy forward oifname {interface} numgen random mod 100 < {percent} drop",
+    ):
+        subprocess.run(["ip", "netns", "exec", ns, "nft", *rule.split()], check=True)
+
+
 def cubic_jobs(testbed: Bed, senders: range, dst: int, seconds: int) -> list:
     """One Cubic iperf3 client per sender to `dst`'s inner address (server port 5200 +
     sender), not yet started."""
@@ -445,13 +457,7 @@ def test_path_avoidance_steers_tunnels_off_a_lossy_router(
     why the drop is one way.)"""
     testbed.up("--hosts", "4", "--paths", "2", "--rate", "100mbit", "--host-rate", "80mbit",
                "--queue", "15")  # fmt: skip
-    r1 = f"{testbed.prefix}-r1"
-    for rule in (
-        "add table inet lossy",
-        "add chain inet lossy forward { type filter hook forward priority 0 ; }",
-        "add rule inet lossy forward oifname right numgen random mod 100 < 20 drop",
-    ):
-        subprocess.run(["ip", "netns", "exec", r1, "nft", *rule.split()], check=True)
+    drop_forwarded(testbed, "r1", "right", percent=20)
     eqds = f"path_stats = true\npath_avoidance_us = {avoid_us}"
     for h in (1, 3):
         daemons.start(h, "80mbit", tunnel="paths = 32", extra=eqds)
@@ -614,13 +620,7 @@ def test_the_loss_reorder_window_finds_losses_before_the_timeout(
     the window after a lost one reveals the loss about a round trip later, and the
     timer fires only for the losses nothing was sent after."""
     testbed.up("--hosts", "2", "--rate", "100mbit", "--queue", "50")
-    router = f"{testbed.prefix}-r1"
-    for rule in (
-        "add table inet lossy",
-        "add chain inet lossy forward { type filter hook forward priority 0 ; }",
-        "add rule inet lossy forward oifname h2 numgen random mod 100 < 2 drop",
-    ):
-        subprocess.run(["ip", "netns", "exec", router, "nft", *rule.split()], check=True)
+    drop_forwarded(testbed, "r1", "h2", percent=2)
     for h in (1, 2):
         daemons.start(h, "100mbit", extra=f"loss_reorder_window_us = {window_us}")
     testbed.iperf3_server(2, 5201, addr=inner(2))
