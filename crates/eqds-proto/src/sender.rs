@@ -202,8 +202,9 @@ pub struct SenderConfig {
     /// Keep per-path statistics in every tunnel ([`crate::paths`]): one entry per
     /// path id per tunnel. Default false.
     pub path_stats: bool,
-    /// After a trim (NACK or returned header) or a retransmit timeout of a packet
-    /// sent on a path, the tunnel sprays around that path for this long
+    /// After a trim (NACK or returned header), a retransmit timeout or a loss found
+    /// by `loss_reorder_window` of a packet sent on a path, the tunnel sprays around
+    /// that path for this long
     /// (`PathCycle`). Default 0: off, every path in turn whatever happened on it.
     pub path_avoidance: Time,
     /// Time-based loss detection \[choice, beyond the paper\], after RACK (RFC 8985):
