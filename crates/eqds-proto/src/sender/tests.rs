@@ -1268,6 +1268,38 @@ fn path_avoidance_sprays_around_a_path_that_trimmed_until_it_expires() {
 }
 
 #[test]
+fn a_loss_found_by_the_loss_window_counts_against_its_path_and_is_avoided() {
+    let mut s = Sender::new(SenderConfig {
+        path_avoidance: 1_000,
+        path_stats: true,
+        loss_reorder_window: 5,
+        send_queue_packets: 64,
+        ..config(Mode::Ndp)
+    });
+    s.open_tunnel(1, 0);
+    for i in 0..40 {
+        s.enqueue(0, 1, FULL, i).unwrap();
+    }
+    // The NDP burst (seqs 0-3) goes at 0; seq 0's ACK at 20 brings a PULL, which
+    // pays for seq 4.
+    let burst = drain(&mut s, 0);
+    let bad = burst[2].header.path_id;
+    s.handle_control(20, 1, &control(ControlKind::Ack, 0, 1, 0));
+    assert_eq!(drain(&mut s, 20).len(), 1);
+    // Seq 4, sent at 20, is ACKed at 30: seqs 1-3, sent at 0, are more than 5
+    // older. They go again first, and none of them uses seq 2's path.
+    s.handle_control(30, 1, &control(ControlKind::Ack, 4, 4, 0));
+    assert_eq!(s.tunnel(1).unwrap().reorder_losses, 3);
+    assert_eq!(s.path_stats(1).unwrap()[usize::from(bad)].timed_out, 1);
+    let resent = drain(&mut s, 30);
+    assert_eq!(
+        resent.iter().map(|t| t.header.seq).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    assert!(resent.iter().all(|t| t.header.path_id != bad), "{resent:?}");
+}
+
+#[test]
 fn path_avoidance_off_keeps_every_path_in_turn() {
     let (mut s, burst) = avoiding(0, 40);
     let bad = burst[0].header.path_id;
