@@ -117,6 +117,10 @@ pub struct EqifStats {
     pub duplicates: u64,
     /// Packets delivered late, out of order, after their hole had been skipped.
     pub late: u64,
+    /// Runs of missing packets the reorder queues skipped, because the span would
+    /// be exceeded or the hole timed out: reordering (or a loss) longer than the
+    /// queue waits.
+    pub holes_skipped: u64,
     /// Payloads held when a peer's state was dropped.
     pub lost_on_drop: u64,
 }
@@ -318,7 +322,7 @@ impl<P> ReceivingEqif<P> {
         }
         // Trimmed headers, RTSs and packets the state machine dropped.
         discarded.extend(payload);
-        drain_in_order(src, t, now, deliveries);
+        stats.holes_skipped += drain_in_order(src, t, now, deliveries);
         if in_order_ack {
             if t.queue.awaits_skipped() {
                 // A cumulative ACK would cover the skipped packet, and the sender
@@ -429,22 +433,28 @@ impl<P> ReceivingEqif<P> {
     fn release_timed_out(&mut self, now: Time) {
         for (&src, t) in &mut self.tunnels {
             if t.queue.poll_timeout().is_some_and(|at| at <= now) {
-                drain_in_order(src, t, now, &mut self.deliveries);
+                self.stats.holes_skipped += drain_in_order(src, t, now, &mut self.deliveries);
             }
         }
     }
 }
 
 /// Moves what the reorder queue releases in order at `now` to the delivery queue.
+/// Returns how many holes the queue skipped meanwhile.
 fn drain_in_order<P>(
     src: PeerId,
     t: &mut PeerTunnel<P>,
     now: Time,
     deliveries: &mut VecDeque<Delivery<P>>,
-) {
-    let Some(epoch) = t.fsm.epoch() else {
-        return;
+) -> u64 {
+    let skips = |t: &PeerTunnel<P>| {
+        let s = t.queue.stats();
+        s.holes_skipped_bound + s.holes_skipped_timeout
     };
+    let Some(epoch) = t.fsm.epoch() else {
+        return 0;
+    };
+    let before = skips(t);
     while let Some(payload) = t.queue.poll_deliver(now) {
         // The in-order point moved just past the released packet.
         let seq = t.queue.next_seq().wrapping_sub(1);
@@ -455,6 +465,7 @@ fn drain_in_order<P>(
             payload,
         });
     }
+    skips(t) - before
 }
 
 #[cfg(test)]

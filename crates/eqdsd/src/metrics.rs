@@ -229,6 +229,11 @@ fn render_receiver_events(engine: &Engine, out: &mut String) {
             rx.duplicates,
         ),
         (
+            "holes_skipped",
+            "Reorder-queue holes skipped: the span would be exceeded or the hole timed out",
+            rx.holes_skipped,
+        ),
+        (
             "late",
             "DATA delivered out of order after its reorder-queue hole was skipped",
             rx.late,

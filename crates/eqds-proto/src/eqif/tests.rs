@@ -190,8 +190,10 @@ fn hole_timeout_is_a_timer_of_the_eqif() {
     let at = rx.poll_timeout().unwrap();
     assert_eq!(at, 10 + ReorderConfig::default().hole_timeout);
     assert!(rx.poll_deliver(at - 1).is_none());
+    assert_eq!(rx.stats().holes_skipped, 0);
     rx.handle_timeout(at);
     assert_eq!(rx.poll_deliver(at).unwrap().payload, 1);
+    assert_eq!(rx.stats().holes_skipped, 1);
 }
 
 #[test]
@@ -258,7 +260,7 @@ fn a_skipped_holes_packet_is_delivered_late_and_blocks_cumulative_acks_until_the
         ]
     );
     assert_eq!(controls(&mut rx), [(ControlKind::Ack, isn + 1, false)]);
-    assert_eq!(rx.stats().late, 1);
+    assert_eq!((rx.stats().late, rx.stats().holes_skipped), (1, 1));
     // Nothing is awaited any more: in-order ACKs are deferred again.
     rx.handle_data(0, SRC, &data(isn + 7, false), 7, 100);
     assert!(controls(&mut rx).is_empty());

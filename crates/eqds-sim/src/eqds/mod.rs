@@ -317,6 +317,7 @@ impl EqdsLayer {
             let e = host.rx.stats();
             t.duplicates += e.duplicates;
             t.late += e.late;
+            t.holes_skipped += e.holes_skipped;
             t.rst_sent += e.rst_sent;
         }
         t
@@ -347,5 +348,7 @@ pub struct TunnelTotals {
     pub duplicates: u64,
     /// Packets delivered out of order after the reorder queue skipped their hole.
     pub late: u64,
+    /// Holes the reorder queues skipped (span exceeded or hole timed out).
+    pub holes_skipped: u64,
     pub rst_sent: u64,
 }
