@@ -66,9 +66,26 @@ def drop_forwarded(testbed: Bed, router: str, interface: str, percent: int) -> N
     for rule in (
         "add table inet lossy",
         "add chain inet lossy forward { type filter hook forward priority 0 ; }",
-        f"add rule inet lossy forward oifname {interface} numgen random mod 100 < {percent} drop",
+        f"add rule inet lossy forward oifname {interface} numgen random mod 100 < {percent} counter drop",
     ):
         subprocess.run(["ip", "netns", "exec", ns, "nft", *rule.split()], check=True)
+
+
+def forwarded_drops(testbed: Bed, router: str) -> int:
+    """How many packets `drop_forwarded` has dropped at `router` so far."""
+    ns = f"{testbed.prefix}-{router}"
+    listing = subprocess.run(
+        ["ip", "netns", "exec", ns, "nft", "-j", "list", "table", "inet", "lossy"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    counters = [
+        expr["counter"]["packets"]
+        for item in json.loads(listing)["nftables"]
+        for expr in item.get("rule", {}).get("expr", [])
+        if "counter" in expr
+    ]
+    assert len(counters) == 1, listing
+    return counters[0]
 
 
 def cubic_jobs(testbed: Bed, senders: range, dst: int, seconds: int) -> list:
@@ -618,7 +635,14 @@ def test_the_loss_reorder_window_finds_losses_before_the_timeout(
     network does not trim, so without eqds.loss_reorder_window_us each loss waits for
     the retransmit timeout (2 ms at least); with it, the ACK of a packet sent more than
     the window after a lost one reveals the loss about a round trip later, and the
-    timer fires only for the losses nothing was sent after."""
+    timer fires only for the losses nothing was sent after.
+
+    The claim is checked against the router's own count of drops, which also takes
+    control packets of the reverse tunnel: quiet runs find 0.65-0.75 of the drops
+    early, and without the window as large a share times out. With the window, the
+    timer count is left unchecked: a daemon held off the CPU for milliseconds on a
+    starved machine sees spurious timeouts (one CI run counted 631 with 465 losses
+    found early, where quiet runs count 0-4)."""
     testbed.up("--hosts", "2", "--rate", "100mbit", "--queue", "50")
     drop_forwarded(testbed, "r1", "h2", percent=2)
     for h in (1, 2):
@@ -629,7 +653,9 @@ def test_the_loss_reorder_window_finds_losses_before_the_timeout(
     peer = '{peer="10.77.2.1"}'
     found = m[f"eqdsd_tunnel_tx_reorder_losses_total{peer}"]
     timeouts = m[f"eqdsd_tunnel_tx_rto_expiries_total{peer}"]
+    dropped = forwarded_drops(testbed, "r1")
+    assert dropped > 100, dropped
     if window_us:
-        assert found > 20 and found > 3 * timeouts, (found, timeouts)
+        assert found > dropped / 3, (found, timeouts, dropped)
     else:
-        assert found == 0 and timeouts > 20, (found, timeouts)
+        assert found == 0 and timeouts > dropped / 3, (found, timeouts, dropped)
