@@ -21,7 +21,7 @@ use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::udp::{UdpConfig, UdpReceiver, UdpSender};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
 use crate::workload::{ClosedLoop, GenCtx};
 use rand::{Rng, SeedableRng};
@@ -474,14 +474,17 @@ impl Simulation {
             self.endpoints.resize_with(need, || None);
             self.world.timers.grow(need);
         }
+        let ends = Ends {
+            flow,
+            host: spec.src,
+            me: s,
+            peer_host: spec.dst,
+            peer: r,
+        };
         let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match spec.protocol {
             Protocol::Ndp => (
-                Box::new(NdpSender::new(
-                    self.ndp, flow, spec.src, spec.dst, s, r, spec.size,
-                )),
-                Box::new(NdpReceiver::new(
-                    self.ndp, flow, spec.dst, r, spec.src, s, spec.size,
-                )),
+                Box::new(NdpSender::new(self.ndp, ends, spec.size)),
+                Box::new(NdpReceiver::new(self.ndp, ends.reversed(), spec.size)),
             ),
             Protocol::Udp => {
                 let udp = UdpConfig {
@@ -491,16 +494,12 @@ impl Simulation {
                     class: cfg.class,
                 };
                 (
-                    Box::new(UdpSender::new(
-                        udp, flow, spec.src, spec.dst, s, r, spec.size,
-                    )),
+                    Box::new(UdpSender::new(udp, ends, spec.size)),
                     Box::new(UdpReceiver::new(flow, spec.size)),
                 )
             }
             Protocol::Eqds => (
-                Box::new(EqdsAppSender::new(
-                    flow, spec.src, spec.dst, s, r, spec.size, cfg.class,
-                )),
+                Box::new(EqdsAppSender::new(ends, spec.size, cfg.class)),
                 Box::new(EqdsAppReceiver::new(
                     flow,
                     spec.size,
@@ -518,27 +517,22 @@ impl Simulation {
                 (
                     Box::new(MptcpSender::new(
                         cfg,
-                        flow,
-                        spec.src,
-                        spec.dst,
-                        s,
-                        r,
+                        ends,
                         &entropies,
                         spec.size,
                         self.mptcp_nic_limit,
                     )),
                     Box::new(MptcpReceiver::new(
-                        cfg, flow, spec.dst, r, spec.src, s, &entropies, spec.size,
+                        cfg,
+                        ends.reversed(),
+                        &entropies,
+                        spec.size,
                     )),
                 )
             }
             _ => (
-                Box::new(TcpSender::new(
-                    cfg, flow, spec.src, spec.dst, s, r, entropy, spec.size,
-                )),
-                Box::new(TcpReceiver::new(
-                    cfg, flow, spec.dst, r, spec.src, s, entropy, spec.size,
-                )),
+                Box::new(TcpSender::new(cfg, ends, entropy, spec.size)),
+                Box::new(TcpReceiver::new(cfg, ends.reversed(), entropy, spec.size)),
             ),
         };
         self.endpoints[s as usize] = Some(sender);

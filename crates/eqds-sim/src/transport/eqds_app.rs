@@ -6,16 +6,12 @@
 //! destination's send queue until EQDS pushes back, then waits for its timer, which
 //! the EQDS layer arms when the queue has room again.
 
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::{FlowId, PacketId};
 use crate::net::packet::{Packet, PacketKind};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 
 pub struct EqdsAppSender {
-    flow: FlowId,
-    src: HostId,
-    dst: HostId,
-    me: EndpointId,
-    peer: EndpointId,
+    ends: Ends,
     /// Bytes to send (`u64::MAX`: for ever).
     size: u64,
     /// Bytes written into EQDS so far.
@@ -24,22 +20,9 @@ pub struct EqdsAppSender {
 }
 
 impl EqdsAppSender {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        flow: FlowId,
-        src: HostId,
-        dst: HostId,
-        me: EndpointId,
-        peer: EndpointId,
-        size: Option<u64>,
-        class: u8,
-    ) -> Self {
+    pub fn new(ends: Ends, size: Option<u64>, class: u8) -> Self {
         EqdsAppSender {
-            flow,
-            src,
-            dst,
-            me,
-            peer,
+            ends,
             size: size.unwrap_or(u64::MAX),
             written: 0,
             class,
@@ -52,18 +35,13 @@ impl EqdsAppSender {
         while self.written < self.size {
             let len = max.min(self.size - self.written) as u32;
             let accepted = ctx.eqds_write(Packet {
-                src: self.src,
-                dst: self.dst,
-                flow: self.flow,
-                dst_endpoint: self.peer,
-                src_endpoint: self.me,
                 size: len,
                 seq: self.written,
                 timestamp: ctx.now,
                 payload: len,
                 kind: PacketKind::Data,
                 class: self.class,
-                ..Default::default()
+                ..self.ends.packet()
             });
             if !accepted {
                 return;

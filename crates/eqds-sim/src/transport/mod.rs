@@ -33,6 +33,48 @@ pub trait Endpoint {
     }
 }
 
+/// A flow's two endpoints as one of them sees it: where its packets leave from and
+/// where they go. A sender's `host` is the flow's source, a receiver's its
+/// destination; [`Ends::reversed`] turns one into the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ends {
+    pub flow: FlowId,
+    /// This endpoint's host.
+    pub host: HostId,
+    /// This endpoint.
+    pub me: EndpointId,
+    /// The other endpoint's host.
+    pub peer_host: HostId,
+    /// The other endpoint.
+    pub peer: EndpointId,
+}
+
+impl Ends {
+    /// The same flow seen from its other end.
+    pub fn reversed(self) -> Ends {
+        Ends {
+            flow: self.flow,
+            host: self.peer_host,
+            me: self.peer,
+            peer_host: self.host,
+            peer: self.me,
+        }
+    }
+
+    /// A packet from this end to the other with every other field at its default;
+    /// callers set the rest with `..ends.packet()`.
+    pub fn packet(self) -> Packet {
+        Packet {
+            src: self.host,
+            dst: self.peer_host,
+            flow: self.flow,
+            dst_endpoint: self.peer,
+            src_endpoint: self.me,
+            ..Default::default()
+        }
+    }
+}
+
 /// What an endpoint did with its turn on the pull pacer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PullTurn {
@@ -155,5 +197,29 @@ impl Ctx<'_> {
     /// Link rate of a host's NIC.
     pub fn host_rate(&self, host: HostId) -> u64 {
         self.world.net.host_rate(host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_address_packets_to_the_other_end_and_reverse() {
+        let sender = Ends {
+            flow: 7,
+            host: 1,
+            me: 10,
+            peer_host: 2,
+            peer: 20,
+        };
+        let p = sender.packet();
+        assert_eq!((p.src, p.dst, p.flow), (1, 2, 7));
+        assert_eq!((p.src_endpoint, p.dst_endpoint), (10, 20));
+        let receiver = sender.reversed();
+        let back = receiver.packet();
+        assert_eq!((back.src, back.dst, back.flow), (2, 1, 7));
+        assert_eq!((back.src_endpoint, back.dst_endpoint), (20, 10));
+        assert_eq!(receiver.reversed(), sender);
     }
 }

@@ -14,10 +14,10 @@
 //! receiver holds every byte, whichever subflows carried them. Not modelled:
 //! reinjection of data stuck on a stalled subflow, and the receive window.
 
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::{FlowId, HostId, PacketId};
 use crate::transport::cc::lia_alpha;
 use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
 
 pub struct MptcpSender {
@@ -35,14 +35,9 @@ pub struct MptcpSender {
 
 impl MptcpSender {
     /// `entropies[i]` is subflow i's 5-tuple hash.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         cfg: TcpConfig,
-        flow: FlowId,
-        src: HostId,
-        dst: HostId,
-        me: EndpointId,
-        peer: EndpointId,
+        ends: Ends,
         entropies: &[u32],
         size: Option<u64>,
         nic_limit: u32,
@@ -58,11 +53,9 @@ impl MptcpSender {
             subflows: entropies
                 .iter()
                 .enumerate()
-                .map(|(i, &e)| {
-                    TcpSender::new(cfg, flow, src, dst, me, peer, e, Some(0)).as_subflow(i as u8)
-                })
+                .map(|(i, &e)| TcpSender::new(cfg, ends, e, Some(0)).as_subflow(i as u8))
                 .collect(),
-            host: src,
+            host: ends.host,
             unassigned: size.unwrap_or(u64::MAX),
             mss: cfg.mss as u64,
             nic_limit,
@@ -167,17 +160,7 @@ pub struct MptcpReceiver {
 }
 
 impl MptcpReceiver {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cfg: TcpConfig,
-        flow: FlowId,
-        host: HostId,
-        me: EndpointId,
-        peer_host: HostId,
-        peer: EndpointId,
-        entropies: &[u32],
-        size: Option<u64>,
-    ) -> Self {
+    pub fn new(cfg: TcpConfig, ends: Ends, entropies: &[u32], size: Option<u64>) -> Self {
         // One endpoint timer cannot serve several subflows' delayed-ACK deadlines
         // without reordering them; subflows ACK every segment.
         let cfg = TcpConfig {
@@ -185,15 +168,12 @@ impl MptcpReceiver {
             ..cfg
         };
         MptcpReceiver {
-            flow,
+            flow: ends.flow,
             size: size.unwrap_or(u64::MAX),
             subflows: entropies
                 .iter()
                 .enumerate()
-                .map(|(i, &e)| {
-                    TcpReceiver::new(cfg, flow, host, me, peer_host, peer, e, None)
-                        .as_subflow(i as u8)
-                })
+                .map(|(i, &e)| TcpReceiver::new(cfg, ends, e, None).as_subflow(i as u8))
                 .collect(),
             complete: false,
         }

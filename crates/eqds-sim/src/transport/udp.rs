@@ -5,9 +5,9 @@
 //! receiver's PULLs give it its share and its excess waits (and is dropped) in its
 //! own EQIF queue.
 
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::{FlowId, PacketId};
 use crate::net::packet::{Packet, PacketKind};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::{serialisation_time, Time};
 use rand::Rng;
 
@@ -24,11 +24,7 @@ pub struct UdpConfig {
 
 pub struct UdpSender {
     cfg: UdpConfig,
-    flow: FlowId,
-    src: HostId,
-    dst: HostId,
-    me: EndpointId,
-    peer: EndpointId,
+    ends: Ends,
     /// Bytes still to send (`u64::MAX`: for ever).
     left: u64,
     sent: u64,
@@ -37,23 +33,10 @@ pub struct UdpSender {
 }
 
 impl UdpSender {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cfg: UdpConfig,
-        flow: FlowId,
-        src: HostId,
-        dst: HostId,
-        me: EndpointId,
-        peer: EndpointId,
-        size: Option<u64>,
-    ) -> Self {
+    pub fn new(cfg: UdpConfig, ends: Ends, size: Option<u64>) -> Self {
         UdpSender {
             cfg,
-            flow,
-            src,
-            dst,
-            me,
-            peer,
+            ends,
             left: size.unwrap_or(u64::MAX),
             sent: 0,
             gap: 1,
@@ -63,20 +46,15 @@ impl UdpSender {
     fn send_one(&mut self, ctx: &mut Ctx) {
         let payload = u64::from(self.cfg.mss).min(self.left) as u32;
         ctx.send(Packet {
-            src: self.src,
-            dst: self.dst,
-            flow: self.flow,
-            dst_endpoint: self.peer,
-            src_endpoint: self.me,
             size: payload + self.cfg.header,
             // One 5-tuple: one ECMP path, as a real UDP socket.
-            entropy: self.flow.wrapping_mul(0x9E37_79B9),
+            entropy: self.ends.flow.wrapping_mul(0x9E37_79B9),
             seq: self.sent,
             timestamp: ctx.now,
             payload,
             kind: PacketKind::Data,
             class: self.cfg.class,
-            ..Default::default()
+            ..self.ends.packet()
         });
         self.sent += u64::from(payload);
         self.left -= u64::from(payload);
@@ -94,7 +72,7 @@ impl UdpSender {
 impl Endpoint for UdpSender {
     fn on_start(&mut self, ctx: &mut Ctx) {
         let rate = match self.cfg.rate_bps {
-            0 => ctx.host_rate(self.src),
+            0 => ctx.host_rate(self.ends.host),
             r => r,
         };
         self.gap = serialisation_time(self.cfg.mss + self.cfg.header, rate).max(1);

@@ -2,19 +2,14 @@
 //! sender one PULL for each arrival, paid out by the host's pull pacer.
 
 use super::{NdpConfig, PathCycle};
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::transport::{Ctx, Endpoint, PullTurn};
+use crate::transport::{Ctx, Endpoint, Ends, PullTurn};
 use std::collections::VecDeque;
 
 pub struct NdpReceiver {
     cfg: NdpConfig,
-    flow: FlowId,
-    /// This endpoint's host (the flow's destination).
-    host: HostId,
-    me: EndpointId,
-    peer_host: HostId,
-    peer: EndpointId,
+    ends: Ends,
     size: u64,
     /// Next packet expected in order.
     next: u64,
@@ -29,24 +24,11 @@ pub struct NdpReceiver {
 }
 
 impl NdpReceiver {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cfg: NdpConfig,
-        flow: FlowId,
-        host: HostId,
-        me: EndpointId,
-        peer_host: HostId,
-        peer: EndpointId,
-        size: Option<u64>,
-    ) -> Self {
+    pub fn new(cfg: NdpConfig, ends: Ends, size: Option<u64>) -> Self {
         NdpReceiver {
             paths: PathCycle::new(cfg.paths),
             cfg,
-            flow,
-            host,
-            me,
-            peer_host,
-            peer,
+            ends,
             size: size.unwrap_or(u64::MAX),
             next: 0,
             ooo: VecDeque::new(),
@@ -75,10 +57,10 @@ impl NdpReceiver {
                 return false;
             }
             self.ooo[offset] = true;
-            ctx.flow(self.flow).received += self.payload_of(index);
+            ctx.flow(self.ends.flow).received += self.payload_of(index);
             return true;
         }
-        ctx.flow(self.flow).received += self.payload_of(index);
+        ctx.flow(self.ends.flow).received += self.payload_of(index);
         let mut delivered = 0;
         loop {
             delivered += self.payload_of(self.next);
@@ -91,11 +73,11 @@ impl NdpReceiver {
         if let Some(head) = self.ooo.front_mut() {
             *head = false;
         }
-        ctx.flow(self.flow).delivered += delivered;
+        ctx.flow(self.ends.flow).delivered += delivered;
         if self.next * self.cfg.mss as u64 >= self.size && !self.complete {
             self.complete = true;
             self.pulls_owed = 0;
-            ctx.complete_flow(self.flow);
+            ctx.complete_flow(self.ends.flow);
         }
         true
     }
@@ -103,18 +85,13 @@ impl NdpReceiver {
     fn send_control(&mut self, ctx: &mut Ctx, kind: PacketKind, seq: u64, echo: u64) {
         let path = self.paths.next(ctx.rng());
         ctx.send(Packet {
-            src: self.host,
-            dst: self.peer_host,
-            flow: self.flow,
-            dst_endpoint: self.peer,
-            src_endpoint: self.me,
             size: self.cfg.header,
             entropy: path,
             seq,
             ack: self.pulls_sent,
             timestamp: echo,
             kind,
-            ..Default::default()
+            ..self.ends.packet()
         });
     }
 
@@ -124,7 +101,7 @@ impl NdpReceiver {
         }
         self.pulls_owed += 1;
         if self.pulls_owed == 1 {
-            ctx.join_pull_queue(self.host);
+            ctx.join_pull_queue(self.ends.host);
         }
     }
 }

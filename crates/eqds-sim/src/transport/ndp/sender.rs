@@ -2,9 +2,9 @@
 //! retransmissions (NACKed, returned or timed-out packets) before new data.
 
 use super::{NdpConfig, PathCycle};
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
 use std::collections::VecDeque;
 
@@ -15,11 +15,7 @@ const WAITING: Time = Time::MAX - 1;
 
 pub struct NdpSender {
     cfg: NdpConfig,
-    flow: FlowId,
-    src: HostId,
-    dst: HostId,
-    me: EndpointId,
-    peer: EndpointId,
+    ends: Ends,
     /// Payload bytes to send; `u64::MAX` for a never-ending flow.
     size: u64,
     /// Packets in the flow.
@@ -48,26 +44,13 @@ pub struct NdpSender {
 }
 
 impl NdpSender {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cfg: NdpConfig,
-        flow: FlowId,
-        src: HostId,
-        dst: HostId,
-        me: EndpointId,
-        peer: EndpointId,
-        size: Option<u64>,
-    ) -> Self {
+    pub fn new(cfg: NdpConfig, ends: Ends, size: Option<u64>) -> Self {
         let size = size.unwrap_or(u64::MAX);
         NdpSender {
             packets: size.div_ceil(cfg.mss as u64),
             paths: PathCycle::new(cfg.paths),
             cfg,
-            flow,
-            src,
-            dst,
-            me,
-            peer,
+            ends,
             size,
             next_new: 0,
             state: VecDeque::new(),
@@ -109,7 +92,7 @@ impl NdpSender {
     /// Sends the next packet owed (a retransmission first); false if there is none.
     fn send_next(&mut self, ctx: &mut Ctx) -> bool {
         if let Some(index) = self.pop_rtx() {
-            ctx.flow(self.flow).retransmits += 1;
+            ctx.flow(self.ends.flow).retransmits += 1;
             self.transmit(ctx, index, true);
             return true;
         }
@@ -150,11 +133,6 @@ impl NdpSender {
     fn send_data(&mut self, ctx: &mut Ctx, index: u64, payload: u32, flags: u8, class: u8) {
         let path = self.paths.next(ctx.rng());
         ctx.send(Packet {
-            src: self.src,
-            dst: self.dst,
-            flow: self.flow,
-            dst_endpoint: self.peer,
-            src_endpoint: self.me,
             size: payload + self.cfg.header,
             entropy: path,
             seq: index * self.cfg.mss as u64,
@@ -163,7 +141,7 @@ impl NdpSender {
             kind: PacketKind::Data,
             flags,
             class,
-            ..Default::default()
+            ..self.ends.packet()
         });
     }
 
@@ -199,7 +177,7 @@ impl NdpSender {
         }
         *self.slot(index).expect("checked above") = ACKED;
         if let Some(rtt) = ctx.now.checked_sub(echo) {
-            ctx.flow(self.flow).record_rtt(rtt);
+            ctx.flow(self.ends.flow).record_rtt(rtt);
         }
         while self.state.front() == Some(&ACKED) && self.base < self.next_new {
             self.state.pop_front();
@@ -242,7 +220,7 @@ impl NdpSender {
         for index in expired.into_iter().rev() {
             // Lost outright: its token is gone, so resend without waiting for credit.
             self.on_lost(index, true);
-            ctx.flow(self.flow).timeouts += 1;
+            ctx.flow(self.ends.flow).timeouts += 1;
             self.send_next(ctx);
         }
         if self.in_flight == 0 && self.has_backlog() && self.last_heard + rto <= now {

@@ -2,22 +2,15 @@
 //! ACKs, optional delayed ACKs, and accurate echo of CE-marked bytes.
 
 use super::TcpConfig;
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
 use std::collections::VecDeque;
 
 pub struct TcpReceiver {
     cfg: TcpConfig,
-    flow: FlowId,
-    /// This endpoint's host (the flow's destination).
-    host: HostId,
-    /// This endpoint.
-    me: EndpointId,
-    /// The sending host and endpoint.
-    peer_host: HostId,
-    peer: EndpointId,
+    ends: Ends,
     entropy: u32,
     size: u64,
     /// Next byte expected in order.
@@ -43,24 +36,10 @@ pub struct TcpReceiver {
 }
 
 impl TcpReceiver {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cfg: TcpConfig,
-        flow: FlowId,
-        host: HostId,
-        me: EndpointId,
-        peer_host: HostId,
-        peer: EndpointId,
-        entropy: u32,
-        size: Option<u64>,
-    ) -> Self {
+    pub fn new(cfg: TcpConfig, ends: Ends, entropy: u32, size: Option<u64>) -> Self {
         TcpReceiver {
             cfg,
-            flow,
-            host,
-            me,
-            peer_host,
-            peer,
+            ends,
             entropy,
             size: size.unwrap_or(u64::MAX),
             rcv_nxt: 0,
@@ -102,11 +81,11 @@ impl TcpReceiver {
             }
             if !self.ooo[offset] {
                 self.ooo[offset] = true;
-                ctx.flow(self.flow).received += self.segment_len(seq / mss);
+                ctx.flow(self.ends.flow).received += self.segment_len(seq / mss);
             }
             return false;
         }
-        ctx.flow(self.flow).received += self.segment_len(seq / mss);
+        ctx.flow(self.ends.flow).received += self.segment_len(seq / mss);
         // In order: advance over this segment and every buffered one behind it.
         let before = self.rcv_nxt;
         loop {
@@ -121,10 +100,10 @@ impl TcpReceiver {
         if let Some(head) = self.ooo.front_mut() {
             *head = false;
         }
-        ctx.flow(self.flow).delivered += self.rcv_nxt - before;
+        ctx.flow(self.ends.flow).delivered += self.rcv_nxt - before;
         if self.rcv_nxt >= self.size && !self.complete && self.subflow.is_none() {
             self.complete = true;
-            ctx.complete_flow(self.flow);
+            ctx.complete_flow(self.ends.flow);
         }
         true
     }
@@ -133,11 +112,6 @@ impl TcpReceiver {
         self.unacked_segments = 0;
         self.ack_deadline = None;
         ctx.send(Packet {
-            src: self.host,
-            dst: self.peer_host,
-            flow: self.flow,
-            dst_endpoint: self.peer,
-            src_endpoint: self.me,
             size: self.cfg.header,
             entropy: self.entropy,
             ack: self.rcv_nxt,
@@ -147,7 +121,7 @@ impl TcpReceiver {
             kind: PacketKind::Ack,
             class: self.cfg.class,
             subflow: self.subflow.unwrap_or(0),
-            ..Default::default()
+            ..self.ends.packet()
         });
     }
 }

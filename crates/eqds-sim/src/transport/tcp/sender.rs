@@ -12,10 +12,10 @@
 
 use super::scoreboard::Scoreboard;
 use super::{RttEstimator, TcpConfig};
-use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::transport::cc::{AckEvent, CongestionControl};
-use crate::transport::{Ctx, Endpoint};
+use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
 
 /// NewReno fast-recovery state.
@@ -31,13 +31,7 @@ struct Recovery {
 
 pub struct TcpSender {
     cfg: TcpConfig,
-    flow: FlowId,
-    src: HostId,
-    dst: HostId,
-    /// The receiving endpoint at `dst`.
-    peer: EndpointId,
-    /// This endpoint.
-    me: EndpointId,
+    ends: Ends,
     /// ECMP hash input: this flow's 5-tuple hash.
     entropy: u32,
     /// Bytes to send; `u64::MAX` for a never-ending flow.
@@ -74,17 +68,7 @@ pub struct TcpSender {
 }
 
 impl TcpSender {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        cfg: TcpConfig,
-        flow: FlowId,
-        src: HostId,
-        dst: HostId,
-        me: EndpointId,
-        peer: EndpointId,
-        entropy: u32,
-        size: Option<u64>,
-    ) -> Self {
+    pub fn new(cfg: TcpConfig, ends: Ends, entropy: u32, size: Option<u64>) -> Self {
         let mss = cfg.mss as u64;
         TcpSender {
             cc: cfg
@@ -92,11 +76,7 @@ impl TcpSender {
                 .build(cfg.initial_window as u64 * mss, mss, cfg.dctcp_g),
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             cfg,
-            flow,
-            src,
-            dst,
-            peer,
-            me,
+            ends,
             entropy,
             size: size.unwrap_or(u64::MAX),
             snd_una: 0,
@@ -178,15 +158,10 @@ impl TcpSender {
         let mut f = if self.cfg.ecn { flags::ECT } else { 0 };
         if retransmit {
             f |= flags::RETRANSMIT;
-            ctx.flow(self.flow).retransmits += 1;
+            ctx.flow(self.ends.flow).retransmits += 1;
         }
         self.high_tx = self.high_tx.max(seq + len as u64);
         ctx.send(Packet {
-            src: self.src,
-            dst: self.dst,
-            flow: self.flow,
-            dst_endpoint: self.peer,
-            src_endpoint: self.me,
             size: len + self.cfg.header,
             entropy: self.entropy,
             seq,
@@ -196,7 +171,7 @@ impl TcpSender {
             flags: f,
             class: self.cfg.class,
             subflow: self.subflow,
-            ..Default::default()
+            ..self.ends.packet()
         });
         if self.rto_deadline.is_none() {
             self.arm_rto(ctx);
@@ -207,16 +182,16 @@ impl TcpSender {
     /// through the timer when there is room), or the NIC queue is at `nic_limit` (and
     /// the timer is set for when its packet on the wire is done).
     fn held_back(&mut self, ctx: &mut Ctx) -> bool {
-        if ctx.eqds_hold(self.src, self.dst) {
+        if ctx.eqds_hold(self.ends.host, self.ends.peer_host) {
             return true;
         }
         let Some(limit) = self.cfg.nic_limit else {
             return false;
         };
-        if ctx.nic_backlog_packets(self.src) < limit {
+        if ctx.nic_backlog_packets(self.ends.host) < limit {
             return false;
         }
-        self.nic_wake = Some(ctx.nic_busy_until(self.src).max(ctx.now) + 1);
+        self.nic_wake = Some(ctx.nic_busy_until(self.ends.host).max(ctx.now) + 1);
         self.sync_timer(ctx);
         true
     }
@@ -306,7 +281,7 @@ impl TcpSender {
         let rtt = ctx.now.checked_sub(echo);
         if let Some(rtt) = rtt {
             self.rtt.sample(rtt);
-            ctx.flow(self.flow).record_rtt(rtt);
+            ctx.flow(self.ends.flow).record_rtt(rtt);
         }
         let event = AckEvent {
             now: ctx.now,
@@ -385,7 +360,7 @@ impl TcpSender {
             if let Some(rtt) = rtt {
                 self.rtt.sample(rtt);
                 self.min_rtt = self.min_rtt.min(rtt);
-                ctx.flow(self.flow).record_rtt(rtt);
+                ctx.flow(self.ends.flow).record_rtt(rtt);
             }
             let event = AckEvent {
                 now,
@@ -488,7 +463,7 @@ impl TcpSender {
     }
 
     fn on_timeout(&mut self, ctx: &mut Ctx) {
-        ctx.flow(self.flow).timeouts += 1;
+        ctx.flow(self.ends.flow).timeouts += 1;
         let flight = self.snd_nxt - self.snd_una;
         self.cc.on_timeout(ctx.now, flight, self.mss());
         if self.cfg.sack {
