@@ -92,6 +92,19 @@ def test_local_sweep_runs_every_combination_and_resumes(tmp_path, binary):
     assert [o.status for o in edited] == ["ran"] * 4
 
 
+def test_summaries_carry_eqds_tunnel_counters(tmp_path, binary):
+    sweep = make_sweep(tmp_path, '"eqds.enabled" = [true, false]')
+    sweep.fixed |= {"eqds.mode": "rts"}
+    run_sweep(sweep, binary=binary, workers=2, progress=quiet)
+    summaries = load_summaries(sweep).sort("eqds.enabled")
+    assert summaries["eqds.enabled"].to_list() == ["false", "false", "true", "true"]
+    # Both flows went through EQDS, a tunnel each way (TCP ACKs come back through
+    # their own), and no hole was skipped.
+    assert summaries["eqds_tunnels"].to_list() == [None, None, 4, 4]
+    assert summaries["eqds_holes_skipped"].to_list() == [None, None, 0, 0]
+    assert (summaries["completed"] == 2).all()
+
+
 def test_a_broken_run_is_reported_and_the_others_finish(tmp_path, binary):
     sweep = make_sweep(tmp_path, '"switch.queue.limit_packets" = [10, 0]')
     outcomes = run_sweep(sweep, binary=binary, workers=2, progress=quiet)

@@ -26,7 +26,8 @@ def load_flows(source: Sweep | list[Run]) -> pl.DataFrame:
 
 
 def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
-    """One row per finished run: its parameters and the headline numbers of summary.json."""
+    """One row per finished run: its parameters and the headline numbers of summary.json,
+    with EQDS's tunnel counters as `eqds_*` columns when the run used EQDS."""
     rows = []
     for run in _runs(source):
         path = run.out / "summary.json"
@@ -46,5 +47,9 @@ def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
             "end_time_ps": s["end_time_ps"],
             "events": s["engine"]["events"],
         }
+        # Runs with EQDS also report its tunnel counters (retransmits, holes the
+        # reorder queues skipped, late deliveries, RSTs, ...), as eqds_<counter>.
+        tunnels = s.get("eqds", {}).get("tunnels", {})
+        row |= {f"eqds_{name}": value for name, value in tunnels.items()}
         rows.append(row)
     return pl.DataFrame(rows)
