@@ -41,6 +41,8 @@ pub struct FlowRecord {
     /// Data packets sent again.
     pub retransmits: u64,
     pub timeouts: u64,
+    /// Of `timeouts`, those found spurious and undone (Eifel).
+    pub spurious_timeouts: u64,
     pub rtt_samples: u64,
     pub rtt_sum: Time,
     pub rtt_min: Time,
@@ -60,6 +62,7 @@ impl FlowRecord {
             delivered_at_sample: 0,
             retransmits: 0,
             timeouts: 0,
+            spurious_timeouts: 0,
             rtt_samples: 0,
             rtt_sum: 0,
             rtt_min: Time::MAX,

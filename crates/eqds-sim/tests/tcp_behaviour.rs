@@ -327,3 +327,85 @@ fn tcp_small_queues_keep_a_fast_sender_from_dropping_at_its_own_nic() {
     );
     assert_eq!(limited_drops, 0);
 }
+
+/// The paper's Figure 14 incast, 850 TCP NewReno senders into one 10 Gbps receiver,
+/// for 300 ms with a minimum RTO of `min_rto`, `undo` setting Eifel's undo of
+/// spurious timeouts, either over EQDS (100-packet EQIF queues, 15-packet trimming
+/// bottleneck) or plain into an 850-packet drop-tail bottleneck: the flows'
+/// (timeouts, of those found spurious, resends, bytes delivered).
+fn incast(over_eqds: bool, undo: bool, min_rto: &str) -> (u64, u64, u64, u64) {
+    let network = if over_eqds {
+        "[switch]\nqueue = { kind = \"trimming\", data_packets = 15 }\n\
+         [eqds]\nenabled = true\nsend_queue = 100"
+    } else {
+        "[switch]\nqueue = { kind = \"drop_tail\", limit_packets = 850 }"
+    };
+    let text = format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 851
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [transport]
+        protocol = "newreno"
+        min_rto = "{min_rto}"
+        undo_spurious_rto = {undo}
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = 850
+        start_spread = "1ms"
+        [stop]
+        time = "300ms"
+        {network}
+        "#
+    );
+    let (flows, _, _) = common::run(&text);
+    let sum = |f: fn(&eqds_sim::flow::FlowRecord) -> u64| flows.iter().map(f).sum::<u64>();
+    (
+        sum(|f| f.timeouts),
+        sum(|f| f.spurious_timeouts),
+        sum(|f| f.retransmits),
+        sum(|f| f.delivered),
+    )
+}
+
+#[test]
+fn eifel_undoes_the_timeouts_of_packets_waiting_for_credit_in_an_eqif() {
+    // 850 senders share the receiver's pulls, so each one's ACKs come about 1 ms
+    // apart, and the RTO fires while its packets still wait in its EQIF for credit.
+    // Go-back-N then resends what is still queued (89 timeouts, 1719 resends).
+    let (timeouts, spurious, resends, plain_delivered) = incast(true, false, "1ms");
+    assert!(timeouts > 20, "{timeouts} timeouts");
+    assert_eq!(spurious, 0, "nothing is undone without Eifel");
+    assert!(
+        resends > 10 * timeouts,
+        "{resends} resends, {timeouts} timeouts"
+    );
+    // With Eifel, the first ACK after each timeout echoes an original's send time:
+    // every timeout is undone after its one resend, and the time go-back-N spent
+    // resending carries new data instead.
+    let (timeouts, spurious, resends, delivered) = incast(true, true, "1ms");
+    assert!(timeouts > 20, "{timeouts} timeouts");
+    assert_eq!(spurious, timeouts);
+    assert_eq!(resends, timeouts);
+    assert!(
+        delivered > plain_delivered,
+        "{delivered} vs {plain_delivered} bytes"
+    );
+}
+
+#[test]
+fn eifel_leaves_timeouts_of_real_losses_alone() {
+    // Into a drop-tail bottleneck whose full queue waits 1 ms, a 10 ms RTO fires only
+    // for real losses: the ACK after the resend echoes the resend, none is taken for
+    // spurious, and the run is the one without Eifel.
+    let without = incast(false, false, "10ms");
+    let with = incast(false, true, "10ms");
+    assert!(with.0 > 100, "{} timeouts", with.0);
+    assert_eq!(with, without);
+    // With a 1 ms RTO the same queue outlasts the timer, and Eifel finds most of
+    // those timeouts spurious (7,658 of 11,781), as they are.
+    let (timeouts, spurious, _, _) = incast(false, true, "1ms");
+    assert!(spurious * 2 > timeouts, "{spurious} of {timeouts} spurious");
+}

@@ -45,7 +45,7 @@ pub fn write_flows_csv(
     writeln!(
         out,
         "id,src,dst,protocol,size_bytes,start_ps,end_ps,fct_ps,bytes_delivered,bytes_received,retransmits,timeouts,\
-         rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,mean_throughput_bps"
+         spurious_timeouts,rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,mean_throughput_bps"
     )?;
     for (id, f) in flows.iter().enumerate() {
         let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
@@ -54,7 +54,7 @@ pub fn write_flows_csv(
         let rtt_max = (f.rtt_samples > 0).then_some(f.rtt_max);
         writeln!(
             out,
-            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
+            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
             f.spec.src,
             f.spec.dst,
             f.spec.protocol.name(),
@@ -66,6 +66,7 @@ pub fn write_flows_csv(
             f.received,
             f.retransmits,
             f.timeouts,
+            f.spurious_timeouts,
             f.rtt_samples,
             opt(rtt_mean),
             opt(rtt_min),
@@ -240,6 +241,7 @@ pub fn summary(
             "bytes_delivered": sum(|f| f.delivered),
             "retransmits": sum(|f| f.retransmits),
             "timeouts": sum(|f| f.timeouts),
+            "spurious_timeouts": sum(|f| f.spurious_timeouts),
         },
         "throughput_bps": distribution(throughputs.clone()),
         "throughput_fraction_of_line_rate": distribution(fractions),

@@ -91,6 +91,10 @@ pub struct TransportSpec {
     /// false (the default, as htsim) is NewReno without SACK.
     #[serde(default)]
     pub sack: bool,
+    /// Eifel: tell a spurious retransmission timeout from the timestamp the first new
+    /// ACK after it echoes (RFC 3522) and undo what the timeout did (RFC 4015), as
+    /// Linux does with TCP timestamps. Default: on with `sack`, off without (htsim).
+    pub undo_spurious_rto: Option<bool>,
     /// TCP small queues: a TCP sender writes nothing while its host's NIC queue holds
     /// this many packets (default: no limit).
     pub nic_limit: Option<u32>,
@@ -343,6 +347,7 @@ impl TransportSpec {
             dupack_threshold: self.dupack_threshold,
             class: self.class,
             sack: self.sack,
+            undo_spurious_rto: self.undo_spurious_rto.unwrap_or(self.sack),
             nic_limit: self.nic_limit,
         }
     }

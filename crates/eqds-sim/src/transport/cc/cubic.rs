@@ -12,6 +12,7 @@ use crate::units::{Time, SEC};
 const C: f64 = 0.4;
 const BETA: f64 = 0.7;
 
+#[derive(Clone)]
 pub struct Cubic {
     cwnd: u64,
     ssthresh: u64,

@@ -7,6 +7,7 @@
 use super::{AckEvent, CongestionControl, NewReno};
 use crate::units::Time;
 
+#[derive(Clone)]
 pub struct Dctcp {
     /// Window growth and loss response.
     reno: NewReno,

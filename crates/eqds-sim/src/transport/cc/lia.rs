@@ -10,6 +10,7 @@
 use super::{AckEvent, CongestionControl, NewReno};
 use crate::units::Time;
 
+#[derive(Clone)]
 pub struct Lia {
     /// Slow start and loss response are NewReno's.
     reno: NewReno,

@@ -33,7 +33,7 @@ pub struct AckEvent {
     pub mss: u64,
 }
 
-pub trait CongestionControl {
+pub trait CongestionControl: SaveState {
     /// Congestion window in bytes.
     fn window(&self) -> u64;
     /// Slow-start threshold in bytes.
@@ -51,6 +51,19 @@ pub trait CongestionControl {
     /// subflows: the aggressiveness factor and the connection's total window. Only
     /// coupled controllers use it.
     fn couple(&mut self, _alpha: f64, _total_window: u64) {}
+}
+
+/// A copy of a controller's whole state, kept so that a TCP sender can put it back
+/// when a retransmission timeout turns out to have been spurious (Eifel, RFC 4015).
+/// Every `Clone` controller has it.
+pub trait SaveState {
+    fn save(&self) -> Box<dyn CongestionControl>;
+}
+
+impl<T: CongestionControl + Clone + 'static> SaveState for T {
+    fn save(&self) -> Box<dyn CongestionControl> {
+        Box::new(self.clone())
+    }
 }
 
 /// Which controller a TCP flow uses (the scenario's `transport.protocol`).

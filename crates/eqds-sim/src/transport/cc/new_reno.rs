@@ -6,6 +6,7 @@
 use super::{half_flight, AckEvent, CongestionControl};
 use crate::units::Time;
 
+#[derive(Clone)]
 pub struct NewReno {
     cwnd: u64,
     ssthresh: u64,

@@ -53,6 +53,9 @@ pub struct TcpConfig {
     /// Recover from loss with SACK, RACK and tail-loss probes (Linux's recovery);
     /// false is NewReno without SACK.
     pub sack: bool,
+    /// Undo a retransmission timeout that the first new ACK after it shows spurious
+    /// (Eifel detection and response, RFC 3522 / RFC 4015).
+    pub undo_spurious_rto: bool,
     /// Stop writing while the host's NIC queue holds this many packets (Linux's TCP
     /// small queues); `None` writes whatever the window allows.
     pub nic_limit: Option<u32>,
@@ -74,6 +77,7 @@ impl Default for TcpConfig {
             dupack_threshold: 3,
             class: 0,
             sack: false,
+            undo_spurious_rto: false,
             nic_limit: None,
         }
     }

@@ -190,6 +190,19 @@ impl Scoreboard {
         self.resent = 0;
     }
 
+    /// A timeout turned out spurious: every segment judged lost and not resent is in
+    /// flight again, with its original send time, for RACK to judge afresh. Resends
+    /// already sent stay in flight as resends.
+    pub fn unmark_lost(&mut self) {
+        for seg in self.segments.iter_mut() {
+            if seg.state == State::Lost {
+                seg.state = State::InFlight;
+            }
+        }
+        self.in_flight += self.lost;
+        self.lost = 0;
+    }
+
     /// The lowest segment judged lost and not resent yet.
     pub fn first_lost(&self) -> Option<u64> {
         if self.lost == 0 {
@@ -364,5 +377,24 @@ mod tests {
         b.acked_to(8);
         assert_eq!((b.outstanding(), b.lost(), b.pipe()), (0, 0, 0));
         assert_eq!(b.first_lost(), None);
+    }
+
+    #[test]
+    fn a_spurious_timeout_puts_back_what_it_marked_lost_but_not_the_resends() {
+        let mut b = board(6);
+        b.sacked(4);
+        b.mark_all_lost();
+        assert_eq!((b.lost(), b.pipe()), (5, 0));
+        // One resend went before the first ACK showed the timeout spurious.
+        b.resent(0, 2_000);
+        b.unmark_lost();
+        assert_eq!((b.lost(), b.pipe()), (0, 5));
+        assert_eq!(b.first_lost(), None);
+        // The originals keep their send times: RACK can still find a real loss
+        // among them once a later-sent segment is delivered.
+        b.sacked(5);
+        b.delivered(50, 100);
+        assert_eq!(b.mark_losses(1_000, 0), 3, "segments 1-3, not the resent 0");
+        assert_eq!(b.first_lost(), Some(1));
     }
 }

@@ -6,6 +6,13 @@
 //!   RFC 6675's pipe against the window, RACK's time-based loss marks and a tail-loss
 //!   probe (RFC 8985), and after a timeout a resend of only what was not SACKed.
 //!
+//! With `undo_spurious_rto` a timeout keeps what it changed until the first ACK that
+//! advances the cumulative point: if that ACK echoes a send time from before the
+//! timeout's first resend, an original transmission arrived and the timeout was
+//! spurious (Eifel detection, RFC 3522), so the window, the slow-start threshold and
+//! the send point go back to where they were (Eifel response, RFC 4015). TCP over EQDS
+//! needs it: packets that wait for credit in a busy EQIF can outlast the RTO.
+//!
 //! With `nic_limit` it stops writing while its host's NIC queue holds that many
 //! packets and resumes when the NIC frees a slot, as Linux's TCP small queues do, so a
 //! fast sender does not drop its own packets at its own NIC.
@@ -17,6 +24,18 @@ use crate::net::packet::{flags, Packet, PacketKind};
 use crate::transport::cc::{AckEvent, CongestionControl};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
+
+/// What a retransmission timeout changed, kept until the first new ACK after it says
+/// whether the timeout was spurious.
+struct RtoUndo {
+    /// When the timeout fired: its resends left at or after this, so an ACK echoing
+    /// an earlier send time was triggered by an original transmission.
+    fired_at: Time,
+    /// The congestion controller as it was before the timeout.
+    cc: Box<dyn CongestionControl>,
+    /// The send point before a NewReno timeout moved it back (go-back-N).
+    snd_nxt: u64,
+}
 
 /// NewReno fast-recovery state.
 #[derive(Clone, Copy, Debug)]
@@ -65,6 +84,9 @@ pub struct TcpSender {
     min_rtt: Time,
     /// When the NIC frees a slot, if the sender stopped at `nic_limit`.
     nic_wake: Option<Time>,
+    /// With `undo_spurious_rto`: what the first of a run of timeouts changed, until
+    /// the first new ACK after it.
+    rto_undo: Option<RtoUndo>,
 }
 
 impl TcpSender {
@@ -93,6 +115,7 @@ impl TcpSender {
             tlp_deadline: None,
             min_rtt: Time::MAX,
             nic_wake: None,
+            rto_undo: None,
         }
     }
 
@@ -269,6 +292,13 @@ impl TcpSender {
     }
 
     fn on_new_ack(&mut self, ctx: &mut Ctx, ack: u64, echo: Time, ce: u64) {
+        if let Some(snd_nxt) = self.spurious_timeout(ctx, echo) {
+            // Back to where the timeout found us: no go-back-N resend of what is
+            // still on its way, and no echo of it to ignore.
+            self.snd_nxt = self.snd_nxt.max(snd_nxt);
+            self.timeout_recover = None;
+            self.recovery = None;
+        }
         let acked = ack - self.snd_una;
         // Grow the window only if it limited what was sent (RFC 7661, like Linux's
         // tcp_is_cwnd_limited): an application-limited sender's window says nothing
@@ -350,6 +380,12 @@ impl TcpSender {
         }
         self.board.delivered(echo, now);
         if ack > self.snd_una && ack <= self.high_tx {
+            if self.spurious_timeout(ctx, echo).is_some() {
+                // What the timeout marked lost is still on its way: out of recovery,
+                // and RACK judges those segments again.
+                self.recovery = None;
+                self.board.unmark_lost();
+            }
             let cwnd_limited = (self.board.pipe() as u64 + 1) * mss >= self.cc.window();
             let acked = ack - self.snd_una;
             self.snd_una = ack;
@@ -462,8 +498,30 @@ impl TcpSender {
         self.arm_rto(ctx);
     }
 
+    /// Called with the first ACK that advances the cumulative point: whether it ends
+    /// a timeout that was spurious (it echoes a send time from before the timeout),
+    /// and if so puts the congestion controller back and returns the rest of what the
+    /// send point the timeout found, for the caller's recovery to undo the rest.
+    fn spurious_timeout(&mut self, ctx: &mut Ctx, echo: Time) -> Option<u64> {
+        let undo = self.rto_undo.take()?;
+        if echo >= undo.fired_at {
+            return None;
+        }
+        ctx.flow(self.ends.flow).spurious_timeouts += 1;
+        self.cc = undo.cc;
+        Some(undo.snd_nxt)
+    }
+
     fn on_timeout(&mut self, ctx: &mut Ctx) {
         ctx.flow(self.ends.flow).timeouts += 1;
+        if self.cfg.undo_spurious_rto && self.rto_undo.is_none() {
+            // The first of a run of timeouts: later ones back off from its state.
+            self.rto_undo = Some(RtoUndo {
+                fired_at: ctx.now,
+                cc: self.cc.save(),
+                snd_nxt: self.snd_nxt,
+            });
+        }
         let flight = self.snd_nxt - self.snd_una;
         self.cc.on_timeout(ctx.now, flight, self.mss());
         if self.cfg.sack {
