@@ -409,3 +409,59 @@ fn eifel_leaves_timeouts_of_real_losses_alone() {
     let (timeouts, spurious, _, _) = incast(false, true, "1ms");
     assert!(spurious * 2 > timeouts, "{spurious} of {timeouts} spurious");
 }
+
+/// One Cubic download of 1 MB from a 100 Gbps server to a 25 Gbps client through a
+/// 200-packet fair queue (the oversubscribed experiment's light load), with or
+/// without HyStart: its (FCT, resends).
+fn download_from_a_faster_server(hystart: bool) -> (u64, u64) {
+    let text = format!(
+        r#"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 2
+        link = {{ rate = "25Gbps", latency = "1us" }}
+        leaf_host_links = [
+            {{ rate = "100Gbps", latency = "1us" }},
+            {{ rate = "25Gbps", latency = "1us" }},
+        ]
+        [switch]
+        queue = {{ kind = "fair_queue", limit_packets = 200 }}
+        [transport]
+        protocol = "cubic"
+        min_rto = "1ms"
+        sack = true
+        nic_limit = 4
+        hystart = {hystart}
+        [workload]
+        kind = "flows"
+        flows = [{{ src = 0, dst = 2, size = "1MB" }}]
+        [stop]
+        when_flows_complete = true
+        time = "10ms"
+        "#
+    );
+    let (flows, _, _) = common::run(&text);
+    (
+        flows[0].fct().expect("the download completes"),
+        flows[0].retransmits,
+    )
+}
+
+#[test]
+fn hystart_ends_slow_start_before_it_overflows_a_slower_bottleneck() {
+    // Classic slow start doubles into the 25 Gbps hop until the 200-packet queue
+    // overflows and loses a large share of a window (SACK resends it while the link
+    // stays busy); HyStart leaves slow start once the ACK train shows the window
+    // spans the path, loses nothing, and finishes as soon.
+    let (classic_fct, classic_resends) = download_from_a_faster_server(false);
+    let (fct, resends) = download_from_a_faster_server(true);
+    eprintln!("classic: {classic_fct} ps, {classic_resends} resends; HyStart: {fct} ps, {resends}");
+    assert!(classic_resends > 50, "{classic_resends} resends");
+    assert_eq!(resends, 0);
+    assert!(
+        (fct as f64) < 1.05 * classic_fct as f64,
+        "{fct} ps with HyStart vs {classic_fct} ps without"
+    );
+}

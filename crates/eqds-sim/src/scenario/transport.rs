@@ -95,6 +95,10 @@ pub struct TransportSpec {
     /// ACK after it echoes (RFC 3522) and undo what the timeout did (RFC 4015), as
     /// Linux does with TCP timestamps. Default: on with `sack`, off without (htsim).
     pub undo_spurious_rto: Option<bool>,
+    /// Cubic: HyStart's early exit from slow start, on in Linux's Cubic by default
+    /// (`cc/hystart.rs`). Default: off (as before HyStart was modelled).
+    #[serde(default)]
+    pub hystart: bool,
     /// TCP small queues: a TCP sender writes nothing while its host's NIC queue holds
     /// this many packets (default: no limit).
     pub nic_limit: Option<u32>,
@@ -348,6 +352,7 @@ impl TransportSpec {
             class: self.class,
             sack: self.sack,
             undo_spurious_rto: self.undo_spurious_rto.unwrap_or(self.sack),
+            hystart: self.hystart,
             nic_limit: self.nic_limit,
         }
     }

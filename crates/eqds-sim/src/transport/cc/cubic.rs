@@ -6,7 +6,7 @@
 //! units inside the cubic formula. Floating point is used for the window only; the
 //! clock stays integer.
 
-use super::{AckEvent, CongestionControl};
+use super::{AckEvent, CongestionControl, HyStart};
 use crate::units::{Time, SEC};
 
 const C: f64 = 0.4;
@@ -27,10 +27,12 @@ pub struct Cubic {
     w_est: f64,
     /// Smallest RTT seen, seconds.
     min_rtt: f64,
+    /// Early exit from slow start, if on (Linux's default).
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
-    pub fn new(initial_window: u64, mss: u64) -> Self {
+    pub fn new(initial_window: u64, mss: u64, hystart: bool) -> Self {
         Self {
             cwnd: initial_window,
             ssthresh: u64::MAX,
@@ -40,6 +42,7 @@ impl Cubic {
             k: 0.0,
             w_est: 0.0,
             min_rtt: f64::INFINITY,
+            hystart: hystart.then(HyStart::default),
         }
     }
 
@@ -71,8 +74,17 @@ impl CongestionControl for Cubic {
             self.min_rtt = self.min_rtt.min(rtt as f64 / SEC as f64);
         }
         if self.cwnd < self.ssthresh {
-            self.cwnd += ack.acked.min(ack.mss);
-            return;
+            let exit = self
+                .hystart
+                .as_mut()
+                .is_some_and(|h| h.on_ack(ack, self.cwnd));
+            if !exit {
+                self.cwnd += ack.acked.min(ack.mss);
+                return;
+            }
+            // The window has reached the path: congestion avoidance from here, as
+            // Linux does on the ACK that found it.
+            self.ssthresh = self.cwnd;
         }
         let cwnd = self.cwnd as f64 / self.mss;
         let start = *self.epoch_start.get_or_insert_with(|| {
@@ -111,6 +123,9 @@ impl CongestionControl for Cubic {
     fn on_timeout(&mut self, now: Time, _flight: u64, mss: u64) {
         self.reduce(now);
         self.cwnd = mss;
+        if let Some(h) = &mut self.hystart {
+            h.reset();
+        }
     }
 }
 
@@ -122,7 +137,7 @@ mod tests {
     #[test]
     fn recovers_to_w_max_around_k() {
         let mss = 1000;
-        let mut cc = Cubic::new(100 * mss, mss);
+        let mut cc = Cubic::new(100 * mss, mss, false);
         cc.ssthresh = 0; // force congestion avoidance
         cc.on_loss(0, 100 * mss, mss);
         assert_eq!(cc.window(), 70 * mss);

@@ -6,11 +6,13 @@
 
 mod cubic;
 mod dctcp;
+mod hystart;
 mod lia;
 mod new_reno;
 
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
+pub use hystart::HyStart;
 pub use lia::{lia_alpha, Lia};
 pub use new_reno::NewReno;
 
@@ -77,10 +79,17 @@ pub enum CcKind {
 }
 
 impl CcKind {
-    pub fn build(self, initial_window: u64, mss: u64, dctcp_g: f64) -> Box<dyn CongestionControl> {
+    /// A controller with a window of `initial_window` bytes; `hystart` is Cubic's.
+    pub fn build(
+        self,
+        initial_window: u64,
+        mss: u64,
+        dctcp_g: f64,
+        hystart: bool,
+    ) -> Box<dyn CongestionControl> {
         match self {
             CcKind::NewReno => Box::new(NewReno::new(initial_window)),
-            CcKind::Cubic => Box::new(Cubic::new(initial_window, mss)),
+            CcKind::Cubic => Box::new(Cubic::new(initial_window, mss, hystart)),
             CcKind::Dctcp => Box::new(Dctcp::new(initial_window, dctcp_g)),
             CcKind::Lia => Box::new(Lia::new(initial_window)),
         }

@@ -56,6 +56,8 @@ pub struct TcpConfig {
     /// Undo a retransmission timeout that the first new ACK after it shows spurious
     /// (Eifel detection and response, RFC 3522 / RFC 4015).
     pub undo_spurious_rto: bool,
+    /// Cubic leaves slow start early by HyStart (`cc/hystart.rs`).
+    pub hystart: bool,
     /// Stop writing while the host's NIC queue holds this many packets (Linux's TCP
     /// small queues); `None` writes whatever the window allows.
     pub nic_limit: Option<u32>,
@@ -78,6 +80,7 @@ impl Default for TcpConfig {
             class: 0,
             sack: false,
             undo_spurious_rto: false,
+            hystart: false,
             nic_limit: None,
         }
     }

@@ -93,9 +93,12 @@ impl TcpSender {
     pub fn new(cfg: TcpConfig, ends: Ends, entropy: u32, size: Option<u64>) -> Self {
         let mss = cfg.mss as u64;
         TcpSender {
-            cc: cfg
-                .cc
-                .build(cfg.initial_window as u64 * mss, mss, cfg.dctcp_g),
+            cc: cfg.cc.build(
+                cfg.initial_window as u64 * mss,
+                mss,
+                cfg.dctcp_g,
+                cfg.hystart,
+            ),
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             cfg,
             ends,
