@@ -28,6 +28,16 @@ EQDS_RTS = {
     "{ kind = 'drop_tail', limit_packets = 200 }] }",
 }
 
+#: TCP as htsim models it, beside a Linux-like baseline: loss recovery without SACK
+#: (NewReno's one hole per round trip), classic slow start without HyStart, and no
+#: TCP small queues (a limit no NIC queue reaches), so slow start can overflow its
+#: own NIC.
+HTSIM_TCP = {
+    "transport.sack": "false",
+    "transport.hystart": "false",
+    "transport.nic_limit": "1000000",
+}
+
 
 def parse_args(doc: str, here: Path, quick: str | None = None) -> argparse.Namespace:
     """The runners' common options: --results, --ray, and --quick if `quick` says
