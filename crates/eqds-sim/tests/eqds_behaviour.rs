@@ -632,18 +632,10 @@ fn a_legacy_class_keeps_the_elephant_out_of_eqds_queues() {
 /// (no trimming), with `window` added to the `[eqds]` table, for up to 20 ms: the
 /// simulation and its flows.
 fn fast_senders_to_slow_receivers(window: &str) -> (Vec<FlowRecord>, Simulation) {
+    let topology = common::fast_and_slow_leaves(4);
     let text = format!(
         r#"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 2
-        spines = 2
-        hosts_per_leaf = 4
-        link = {{ rate = "25Gbps", latency = "1us" }}
-        leaf_host_links = [
-            {{ rate = "100Gbps", latency = "1us" }},
-            {{ rate = "25Gbps", latency = "1us" }},
-        ]
+        {topology}
         [switch]
         load_balancing = "spray"
         queue = {{ kind = "drop_tail", limit_packets = 50 }}

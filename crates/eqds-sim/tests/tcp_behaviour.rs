@@ -414,18 +414,10 @@ fn eifel_leaves_timeouts_of_real_losses_alone() {
 /// 200-packet fair queue (the oversubscribed experiment's light load), with or
 /// without HyStart: its (FCT, resends).
 fn download_from_a_faster_server(hystart: bool) -> (u64, u64) {
+    let topology = common::fast_and_slow_leaves(2);
     let text = format!(
         r#"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 2
-        spines = 2
-        hosts_per_leaf = 2
-        link = {{ rate = "25Gbps", latency = "1us" }}
-        leaf_host_links = [
-            {{ rate = "100Gbps", latency = "1us" }},
-            {{ rate = "25Gbps", latency = "1us" }},
-        ]
+        {topology}
         [switch]
         queue = {{ kind = "fair_queue", limit_packets = 200 }}
         [transport]
