@@ -2,7 +2,7 @@
 //! control packets.
 
 use super::*;
-use crate::wire::isn_for_epoch;
+use crate::wire::{isn_for_epoch, DataKind, NextProto, EPOCH_BLOCK};
 
 /// 1000-byte MTU with 100 bytes of overhead (900-byte inner packets fill it) and a
 /// window of 4 MTUs: small enough to count by hand.

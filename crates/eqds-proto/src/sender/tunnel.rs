@@ -1,0 +1,430 @@
+//! One tunnel: the sending half of the credit loop towards one destination. Its send,
+//! in-flight and retransmit queues (items 24-26), credit and pull target (items 12-15,
+//! Q4, Q6), strays, and the Appendix A [`TxTunnel`] (`crate::tunnel`) that numbers its
+//! packets in epochs (item 33). [`Sender`](super::Sender) keeps one per destination
+//! and drives it; sending is in `transmit.rs`, ACKs in `acks.rs`.
+
+use std::collections::VecDeque;
+
+use super::spray::PathCycle;
+use super::{PeerId, SenderConfig, TunnelStats};
+use crate::paths::{PathStats, PathTable};
+use crate::rtt::RttEstimator;
+use crate::time::Time;
+use crate::tunnel::{Actions, TxAction, TxTunnel};
+use crate::wire::{seq_lt, EPOCH_BLOCK};
+
+/// A packet that has been given a sequence number: in flight or awaiting resend.
+#[derive(Debug)]
+pub(super) struct Sent<P> {
+    pub(super) seq: u32,
+    /// Charged length (inner packet plus overhead).
+    pub(super) len: u32,
+    /// Path of the latest transmission (item 43): answers are counted against it.
+    pub(super) path_id: u16,
+    /// Time of the latest transmission; the retransmit timer runs from it.
+    pub(super) sent_at: Time,
+    /// Transmissions under this sequence number. More than one, and an ACK gives no
+    /// RTT sample (Karn's rule).
+    pub(super) sends: u16,
+    /// NACKs and returned headers received for it: transmissions answered without
+    /// freeing it. `sends - echoes` copies may still be on their way.
+    pub(super) echoes: u16,
+    pub(super) payload: P,
+}
+
+impl<P> Sent<P> {
+    /// Copies still unanswered once the echo now arriving is counted, at least one if
+    /// that echo came back faster than any round trip of the tunnel took, since it
+    /// cannot then answer the latest transmission. Duplication in the network can
+    /// make the count alone come out too low; the timing catches the usual case.
+    pub(super) fn copies_left_after_echo(&self, now: Time, min_rtt: Option<Time>) -> u16 {
+        let by_count = self.sends.saturating_sub(self.echoes + 1);
+        let too_soon = self.sends > 1 && min_rtt.is_none_or(|m| now < self.sent_at + m);
+        by_count.max(u16::from(too_soon))
+    }
+}
+
+/// A packet freed by an ACK while another of its transmissions was still on the
+/// way. The copy holds no payload, but it holds a share of the receiver's link: a
+/// tunnel that counted nothing in flight and started a fresh NDP burst would put W
+/// plus the stray on the wire. Strays end when their copies are answered or one
+/// retransmit timeout after the latest transmission.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stray {
+    pub(super) seq: u32,
+    pub(super) copies: u16,
+    pub(super) sent_at: Time,
+}
+
+/// One tunnel: the sending half of the credit loop towards one destination.
+#[derive(Debug)]
+pub(super) struct Tunnel<P> {
+    /// Destination.
+    pub(super) peer: PeerId,
+    /// Sequence number of the next new packet.
+    pub(super) next_seq: u32,
+    /// New packets waiting for credit: (charged length, payload).
+    pub(super) send_queue: VecDeque<(u32, P)>,
+    /// How many packets at the head of `send_queue` were queued ahead of the rest
+    /// ([`Sender::enqueue_ahead`](super::Sender::enqueue_ahead)); they keep their
+    /// order among themselves.
+    pub(super) ahead: usize,
+    /// Charged bytes in `send_queue`.
+    pub(super) send_bytes: u64,
+    /// NACKed or timed-out packets, served before `send_queue` (item 25).
+    pub(super) retransmit: VecDeque<Sent<P>>,
+    /// Charged bytes in `retransmit`.
+    pub(super) retransmit_bytes: u64,
+    /// Sent and not yet ACKed, in order of (latest) send time.
+    pub(super) in_flight: VecDeque<Sent<P>>,
+    /// ACKed packets with copies still on their way; usually empty.
+    pub(super) strays: Vec<Stray>,
+    /// Round-trip samples of packets sent once: the retransmit timeout.
+    pub(super) rtt: RttEstimator,
+    /// Latest send time of a packet ACKed on its only transmission: what has surely
+    /// crossed the network, for `SenderConfig::loss_reorder_window`.
+    pub(super) newest_delivered_send: Option<Time>,
+    /// Charged bytes in `in_flight`.
+    pub(super) in_flight_bytes: u64,
+    /// `in_flight_bytes` as last added to the sender's total.
+    pub(super) counted_in_flight: u64,
+    /// Unspent credit in bytes (item 12).
+    pub(super) credit: i64,
+    /// The credit window W in bytes: `SenderConfig::window` unless
+    /// [`Sender::set_window`](super::Sender::set_window) gave this destination its
+    /// own.
+    pub(super) window: u32,
+    /// Highest pull number seen, in serial order (item 13).
+    pub(super) highest_pull: u32,
+    /// Pull target carried by the last DATA or RTS sent.
+    pub(super) last_target: u32,
+    /// End of the receiver's last advertised busy period (Q8).
+    pub(super) busy_until: Time,
+    /// Last time this tunnel sent anything or heard a control packet: the
+    /// credit-loss timer runs from it.
+    pub(super) quiet_since: Time,
+    /// An RTS is due.
+    pub(super) rts_pending: bool,
+    /// Member of the sender's ready list.
+    pub(super) ready: bool,
+    /// Path ids of this tunnel.
+    pub(super) paths: PathCycle,
+    /// What each path id saw (empty unless `SenderConfig::path_stats`).
+    pub(super) path_stats: PathTable,
+    /// The Appendix A state machine.
+    pub(super) fsm: TxTunnel,
+    /// First sequence number of the current epoch.
+    pub(super) isn: u32,
+    /// Re-created by [`Sender::drop_tunnel`](super::Sender::drop_tunnel): the next
+    /// control packet's pull number is the baseline, not credit.
+    pub(super) pull_unsynced: bool,
+    pub(super) stats: TunnelStats,
+}
+
+impl<P> Tunnel<P> {
+    pub(super) fn new(peer: PeerId, first_seq: u32, cfg: &SenderConfig, fsm: TxTunnel) -> Self {
+        Self {
+            peer,
+            fsm,
+            isn: first_seq & !(EPOCH_BLOCK - 1),
+            pull_unsynced: false,
+            next_seq: first_seq,
+            send_queue: VecDeque::new(),
+            ahead: 0,
+            send_bytes: 0,
+            retransmit: VecDeque::new(),
+            retransmit_bytes: 0,
+            in_flight: VecDeque::new(),
+            strays: Vec::new(),
+            rtt: RttEstimator::default(),
+            newest_delivered_send: None,
+            in_flight_bytes: 0,
+            counted_in_flight: 0,
+            credit: 0,
+            window: cfg.window,
+            highest_pull: 0,
+            last_target: 0,
+            busy_until: 0,
+            quiet_since: 0,
+            rts_pending: false,
+            ready: false,
+            paths: PathCycle::new(cfg.paths, cfg.path_avoidance > 0),
+            path_stats: PathTable::new(cfg.path_stats, cfg.paths),
+            stats: TunnelStats {
+                credit: 0,
+                highest_pull: 0,
+                last_pull_target: 0,
+                send_queue_bytes: 0,
+                retransmit_bytes: 0,
+                in_flight_bytes: 0,
+                in_flight_packets: 0,
+                busy_until: 0,
+                srtt: 0,
+                rto: 0,
+                free_credit_bytes: 0,
+                bursts: 0,
+                warm_restarts: 0,
+                rts_sent: 0,
+                credit_loss_rts: 0,
+                bytes_sent: 0,
+                retransmits: 0,
+                rto_expiries: 0,
+                reorder_losses: 0,
+                credit_clamped_bytes: 0,
+                epochs: 0,
+                renumbered: 0,
+                stale_rsts: 0,
+                returned: 0,
+                stray_packets: 0,
+            },
+        }
+    }
+
+    /// Bytes still to be sent: send queue plus retransmit queue (Q6).
+    pub(super) fn backlog(&self) -> u64 {
+        self.send_bytes + self.retransmit_bytes
+    }
+
+    /// Charged length of the packet that would be sent next.
+    fn head_len(&self) -> Option<u32> {
+        self.retransmit
+            .front()
+            .map(|p| p.len)
+            .or_else(|| self.send_queue.front().map(|&(len, _)| len))
+    }
+
+    /// The next packet is paid for (Q4: only when the credit covers all of it) and,
+    /// while SYN-SENT, a new one still fits in the epoch's block (item 33).
+    pub(super) fn can_send_data(&self) -> bool {
+        if self.retransmit.is_empty() && self.block_full() {
+            return false;
+        }
+        self.head_len()
+            .is_some_and(|len| i64::from(len) <= self.credit)
+    }
+
+    /// SYN-SENT with every sequence number of the epoch's block used.
+    pub(super) fn block_full(&self) -> bool {
+        self.fsm.syn() && self.next_seq.wrapping_sub(self.isn) >= EPOCH_BLOCK
+    }
+
+    /// A NACK or returned header for `seq` at `now`: the packet moves to the
+    /// retransmit queue if it is in flight (and its path is avoided for `avoidance`),
+    /// or one copy of a stray is accounted for. Returns whether the packet was in
+    /// flight.
+    pub(super) fn echo(&mut self, seq: u32, now: Time, avoidance: Time) -> bool {
+        if let Some(pos) = self.in_flight.iter().position(|p| p.seq == seq) {
+            let mut pkt = self.in_flight.remove(pos).expect("position is in range");
+            pkt.echoes = pkt.echoes.saturating_add(1);
+            self.path_failed(pkt.path_id, now, avoidance, |p| p.trimmed += 1);
+            move_to_retransmit(self, pkt);
+            true
+        } else {
+            self.stray_answered(seq);
+            false
+        }
+    }
+
+    /// Queues for resend the packets in flight sent more than `window` before the
+    /// latest transmission known to have arrived (`SenderConfig::loss_reorder_window`).
+    /// The in-flight queue is in send order, so they are at its front.
+    pub(super) fn declare_reordered_losses(&mut self, now: Time, window: Time, avoidance: Time) {
+        let Some(newest) = self.newest_delivered_send else {
+            return;
+        };
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|p| p.sent_at.saturating_add(window) < newest)
+        {
+            let pkt = self.in_flight.pop_front().expect("front exists");
+            self.stats.reorder_losses += 1;
+            self.path_failed(pkt.path_id, now, avoidance, |p| p.timed_out += 1);
+            move_to_retransmit(self, pkt);
+        }
+    }
+
+    /// A packet sent on `path` was trimmed or lost: counted (by `count`) if
+    /// statistics are kept, and the path avoided until `now + avoidance`.
+    pub(super) fn path_failed(
+        &mut self,
+        path: u16,
+        now: Time,
+        avoidance: Time,
+        count: fn(&mut PathStats),
+    ) {
+        if let Some(stats) = self.path_stats.get_mut(path) {
+            count(stats);
+        }
+        self.paths.avoid(path, now.saturating_add(avoidance));
+    }
+
+    /// One copy of stray `seq` was answered (ACK, NACK or returned header).
+    pub(super) fn stray_answered(&mut self, seq: u32) {
+        if let Some(i) = self.strays.iter().position(|s| s.seq == seq) {
+            self.strays[i].copies -= 1;
+            if self.strays[i].copies == 0 {
+                self.strays.swap_remove(i);
+            }
+        }
+    }
+
+    /// Forgets strays one retransmit timeout after their latest transmission: by
+    /// then they were lost, or their answer was.
+    pub(super) fn expire_strays(&mut self, now: Time, rto: Time) {
+        self.strays.retain(|s| s.sent_at + rto > now);
+    }
+
+    /// Nothing of this tunnel is on its way to the receiver, as far as it knows.
+    pub(super) fn nothing_on_the_wire(&self) -> bool {
+        self.in_flight.is_empty() && self.strays.is_empty()
+    }
+
+    /// Packets are queued, awaiting resend or unacknowledged.
+    pub(super) fn has_unacked(&self) -> bool {
+        self.backlog() > 0 || !self.in_flight.is_empty()
+    }
+
+    /// Carries out the state machine's actions. Returns whether the control packet
+    /// that caused them is to be processed as an ACK or NACK.
+    pub(super) fn apply(&mut self, actions: Actions<TxAction>) -> bool {
+        let mut process = false;
+        for action in actions {
+            match action {
+                TxAction::StartEpoch { isn, .. } => {
+                    let mut isn = isn;
+                    if self.next_seq != self.isn {
+                        let last_used = self.next_seq.wrapping_sub(1);
+                        if let Some(TxAction::StartEpoch { isn: later, .. }) =
+                            self.fsm.skip_past(last_used)
+                        {
+                            isn = later;
+                        }
+                    }
+                    self.isn = isn;
+                    self.next_seq = isn;
+                    self.stats.epochs += 1;
+                }
+                TxAction::ResendUnacked => self.renumber_unacked(),
+                TxAction::Process => process = true,
+                TxAction::FreeState => {
+                    self.credit = 0;
+                    self.rts_pending = false;
+                }
+                TxAction::SetSyn | TxAction::StopSyn | TxAction::Ignore => {}
+            }
+        }
+        process
+    }
+
+    /// Moves every unacknowledged packet to the retransmit queue, renumbered in order
+    /// from the new epoch's ISN; what does not fit in the block goes back to the head
+    /// of the send queue. Without credit to resend, an RTS (with SYN) asks for it.
+    fn renumber_unacked(&mut self) {
+        let mut unacked: Vec<Sent<P>> = self
+            .in_flight
+            .drain(..)
+            .chain(self.retransmit.drain(..))
+            .collect();
+        // Every old seq lies serially before the new ISN, so this is the old order.
+        let isn = self.isn;
+        unacked.sort_by_key(|p| p.seq.wrapping_sub(isn));
+        self.in_flight_bytes = 0;
+        self.retransmit_bytes = 0;
+        let mut overflow = Vec::new();
+        for mut pkt in unacked {
+            if self.next_seq.wrapping_sub(self.isn) < EPOCH_BLOCK {
+                // A new number is a new packet as far as ACKs go: answers to the old
+                // one cannot be taken for its own.
+                (pkt.sends, pkt.echoes) = (0, 0);
+                pkt.seq = self.next_seq;
+                self.next_seq = self.next_seq.wrapping_add(1);
+                self.retransmit_bytes += u64::from(pkt.len);
+                self.stats.renumbered += 1;
+                self.retransmit.push_back(pkt);
+            } else {
+                overflow.push((pkt.len, pkt.payload));
+            }
+        }
+        for (len, payload) in overflow.into_iter().rev() {
+            self.send_bytes += u64::from(len);
+            self.send_queue.push_front((len, payload));
+            // Renumbered packets go first of all; the ahead lane follows them.
+            self.ahead = 0;
+        }
+        if self.backlog() > 0 && !self.can_send_data() {
+            self.rts_pending = true;
+        }
+    }
+
+    pub(super) fn wants_service(&self) -> bool {
+        self.rts_pending || self.can_send_data()
+    }
+
+    /// Has backlog it cannot pay for and nothing in flight whose ACK or NACK could
+    /// bring credit: only a PULL or the credit-loss timer can unblock it.
+    pub(super) fn stalled(&self) -> bool {
+        self.backlog() > 0
+            && !self.can_send_data()
+            && self.in_flight.is_empty()
+            && !self.rts_pending
+    }
+
+    /// The pull target to advertise now; see the `sender` module doc for why the window
+    /// caps the backlog rather than the difference, and for the lookahead.
+    pub(super) fn pull_target(&self, cfg: &SenderConfig) -> u32 {
+        let lookahead = self.in_flight_bytes.min(u64::from(cfg.demand_lookahead));
+        let demand = (self.backlog() + lookahead).min(u64::from(self.window));
+        let wanted = demand as i64 - self.credit;
+        let pulls = if wanted > 0 {
+            (wanted as u64).div_ceil(u64::from(cfg.mtu))
+        } else {
+            0
+        };
+        // `pulls` <= W/MTU + 1, far below 2^31, so the cast cannot truncate.
+        let target = self.highest_pull.wrapping_add(pulls as u32);
+        // Never below a target already sent: the receiver keeps the highest it has
+        // seen, so a lower one would leave PULLs owed that the restart test (every
+        // PULL asked for has arrived) does not know of. The backlog term alone never
+        // lowers the target; the lookahead does when ACKs shrink what is in flight.
+        if seq_lt(target, self.last_target) {
+            self.last_target
+        } else {
+            target
+        }
+    }
+
+    pub(super) fn snapshot(&self, min_rto: Time) -> TunnelStats {
+        TunnelStats {
+            srtt: self.rtt.srtt().unwrap_or(0),
+            rto: self.rtt.rto(min_rto),
+            credit: self.credit,
+            highest_pull: self.highest_pull,
+            last_pull_target: self.last_target,
+            send_queue_bytes: self.send_bytes,
+            retransmit_bytes: self.retransmit_bytes,
+            in_flight_bytes: self.in_flight_bytes,
+            in_flight_packets: self.in_flight.len(),
+            busy_until: self.busy_until,
+            stray_packets: self.strays.len(),
+            ..self.stats
+        }
+    }
+}
+
+/// Queues a packet for resending, lowest sequence number first: the receiver's
+/// reorder queue holds everything behind the earliest hole, so that hole is the one
+/// to fill first. In an incast a tunnel may wait many PULL intervals per resend, and
+/// resending in the order losses were noticed could leave its first hole open past
+/// the receiver's hole timeout.
+pub(super) fn move_to_retransmit<P>(t: &mut Tunnel<P>, pkt: Sent<P>) {
+    t.in_flight_bytes -= u64::from(pkt.len);
+    t.retransmit_bytes += u64::from(pkt.len);
+    let at = t
+        .retransmit
+        .iter()
+        .rposition(|p| seq_lt(p.seq, pkt.seq))
+        .map_or(0, |i| i + 1);
+    t.retransmit.insert(at, pkt);
+}
