@@ -252,6 +252,8 @@ mod tests {
         MarkLosses(u64),
         ResendFirstLost,
         Timeout,
+        /// Eifel found the last timeout spurious.
+        Undo,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -263,6 +265,7 @@ mod tests {
             2 => (0u64..50).prop_map(Op::MarkLosses),
             2 => Just(Op::ResendFirstLost),
             1 => Just(Op::Timeout),
+            1 => Just(Op::Undo),
         ]
     }
 
@@ -293,6 +296,10 @@ mod tests {
                         }
                     }
                     Op::Timeout => b.mark_all_lost(),
+                    Op::Undo => {
+                        b.unmark_lost();
+                        prop_assert_eq!(b.first_lost(), None);
+                    }
                 }
                 let count = |st: State| b.segments.iter().filter(|s| s.state == st).count() as u32;
                 prop_assert_eq!(b.in_flight, count(State::InFlight));
