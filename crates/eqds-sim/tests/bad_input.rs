@@ -195,6 +195,23 @@ fn workload_specific_checks() {
             "concurrency",
         ),
         ("kind = \"all_to_all\"\nhosts = 1", "hosts"),
+        (
+            "kind = \"ping\"\nsrc = 2\ndst = 2\ninterval = \"1ms\"",
+            "ping itself",
+        ),
+        (
+            "kind = \"ping\"\nsrc = 0\ndst = 99\ninterval = \"1ms\"",
+            "dst",
+        ),
+        (
+            "kind = \"ping\"\nsrc = 0\ndst = 1\ninterval = \"0us\"",
+            "interval",
+        ),
+        (
+            "kind = \"ping\"\nsrc = 0\ndst = 1\ninterval = \"1ms\"\ncount = 0",
+            "count",
+        ),
+        ("kind = \"ping\"\nsrc = 0\ndst = 1", "interval"),
     ];
     for (w, expect) in cases {
         let msg = error_of(&swap(w));
@@ -205,6 +222,10 @@ fn workload_specific_checks() {
         .replace("size = \"100KB\"\n", "")
         .replace("time = \"10ms\"", "when_flows_complete = true");
     assert!(error_of(&endless).contains("stop.time"));
+    // So do pings without a count.
+    let ping = swap("kind = \"ping\"\nsrc = 0\ndst = 1\ninterval = \"1ms\"")
+        .replace("time = \"10ms\"", "when_flows_complete = true");
+    assert!(error_of(&ping).contains("stop.time"));
 }
 
 #[test]

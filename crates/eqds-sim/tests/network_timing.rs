@@ -181,3 +181,29 @@ fn a_trimming_switch_trims_returns_and_tcp_still_completes() {
         .sum();
     assert!(back > 0);
 }
+
+#[test]
+fn a_ping_is_answered_the_moment_it_arrives() {
+    // Host 0 pings host 1 five times, 100 us apart, with lone 64-byte datagrams on an
+    // idle dumbbell: every request leaves on schedule, every reply starts when its
+    // request has arrived, and each round trip is exactly two one-way trips.
+    let text = dumbbell("10Gbps", "10Gbps", "0ns", "{ src = 0, dst = 1, size = 1 }").replace(
+        "kind = \"flows\"\n        flows = [{ src = 0, dst = 1, size = 1 }]",
+        "kind = \"ping\"\n        src = 0\n        dst = 1\n        interval = \"100us\"\n        \
+         count = 5\n        protocol = \"udp\"",
+    );
+    let (flows, _, _) = common::run(&text);
+    let one_way = 3 * serialisation_time(64 + 64, 10_000_000_000) + 4 * US;
+    let (requests, replies): (Vec<_>, Vec<_>) = flows.iter().partition(|f| f.spec.src == 0);
+    assert_eq!((requests.len(), replies.len()), (5, 5));
+    for (k, req) in requests.iter().enumerate() {
+        assert_eq!(req.spec.start, k as u64 * 100 * US);
+        assert_eq!(req.fct(), Some(one_way));
+        let reply = replies
+            .iter()
+            .find(|r| r.spec.start == req.end.unwrap())
+            .expect("a reply when the request arrived");
+        assert_eq!(reply.spec.dst, 0);
+        assert_eq!(reply.end.unwrap() - req.spec.start, 2 * one_way);
+    }
+}

@@ -7,9 +7,10 @@ import json
 import textwrap
 from pathlib import Path
 
+import polars as pl
 import pytest
 
-from eqds_lab import Sweep, load_flows, load_summaries, run_sweep
+from eqds_lab import Sweep, load_flows, load_summaries, ping_rtts, run_sweep
 from eqds_lab.sweep import simulator
 
 SCENARIO = """
@@ -148,3 +149,30 @@ def test_cli_sweep_and_its_errors(tmp_path, binary, capsys):
     out = capsys.readouterr()
     assert "2 ran, 0 skipped, 2 failed" in out.out
     assert "limit_packets=0" in out.err and "scenario.toml" in out.err
+
+
+def test_ping_rtts_pair_each_request_with_its_reply(tmp_path: Path, binary: Path) -> None:
+    """A ping workload beside bulk flows from the pinged host: every request is paired
+    with its reply, round trips on the idle path are all the same, and the bulk
+    flows' queue at the bottleneck shows in the round trips that cross it."""
+    scenario = SCENARIO.replace("[workload]", "[[workload]]").replace(
+        "[stop]",
+        '[[workload]]\nkind = "ping"\nsrc = 2\ndst = 0\ninterval = "20us"\nprotocol = "udp"\n'
+        "\n[stop]",
+    )
+    (tmp_path / "scenario.toml").write_text(scenario)
+    sweep = Sweep(scenario=tmp_path / "scenario.toml", seeds=[1, 2], out=tmp_path / "runs")
+    assert all(o.status == "ran" for o in run_sweep(sweep))
+    pings = ping_rtts(load_flows(sweep), workload=1, pinger=2, by=["seed"])
+    assert pings.height == 2 * 2500
+    # The bulk flows overflow the 20-packet bottleneck queue now and then, and a reply
+    # behind it can be lost with them; a lost ping has no round trip.
+    lost = pings.filter(pl.col("rtt_ps").is_null())
+    assert lost.height < 10 and lost["sent_ps"].max() < 1_000_000_000, lost
+    assert pings["sent_ps"].to_list()[:3] == [0, 20_000_000, 40_000_000]
+    # The replies cross the bottleneck from host 0's side behind the bulk flows while
+    # they run (their 400 KB take some 330 us at 10 Gbit/s): those pings take longer
+    # than the ones after, which all take the idle round trip.
+    early = pings.filter(pl.col("sent_ps") < 200_000_000)["rtt_ps"].median()
+    late = pings.filter(pl.col("sent_ps") > 1_000_000_000)["rtt_ps"]
+    assert early > late.max() and late.min() == late.max()

@@ -44,7 +44,7 @@ pub fn write_flows_csv(
     let mut out = BufWriter::new(File::create(path)?);
     writeln!(
         out,
-        "id,src,dst,protocol,size_bytes,start_ps,end_ps,fct_ps,bytes_delivered,bytes_received,retransmits,timeouts,\
+        "id,src,dst,protocol,workload,size_bytes,start_ps,end_ps,fct_ps,bytes_delivered,bytes_received,retransmits,timeouts,\
          spurious_timeouts,rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,mean_throughput_bps"
     )?;
     for (id, f) in flows.iter().enumerate() {
@@ -54,10 +54,11 @@ pub fn write_flows_csv(
         let rtt_max = (f.rtt_samples > 0).then_some(f.rtt_max);
         writeln!(
             out,
-            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
+            "{id},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.0}",
             f.spec.src,
             f.spec.dst,
             f.spec.protocol.name(),
+            f.spec.origin,
             opt(f.spec.size),
             f.spec.start,
             opt(f.end),

@@ -23,7 +23,7 @@ use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::udp::{UdpConfig, UdpReceiver, UdpSender};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
-use crate::workload::{ClosedLoop, GenCtx};
+use crate::workload::{FollowUp, GenCtx};
 use rand::{Rng, SeedableRng};
 use std::path::Path;
 use timers::Timers;
@@ -74,7 +74,8 @@ pub struct Simulation {
     mptcp_subflows: u32,
     mptcp_nic_limit: u32,
     /// Closed-loop drivers by workload index.
-    closed_loops: Vec<Option<ClosedLoop>>,
+    /// Per workload, what adds flows as its flows complete (closed loops, pings).
+    follow_ups: Vec<Option<FollowUp>>,
     stop_time: Time,
     stop_when_complete: bool,
     warmup: Time,
@@ -107,7 +108,7 @@ impl Simulation {
         let net = build_network(sc, &mut rng);
         let stop = sc.stop.time.map(|t| t.0);
         let mut flows: Vec<FlowSpec> = Vec::new();
-        let mut closed_loops = Vec::new();
+        let mut follow_ups = Vec::new();
         for (i, w) in sc.workload.as_slice().iter().enumerate() {
             let name = if sc.workload.as_slice().len() == 1 {
                 "workload".into()
@@ -130,10 +131,10 @@ impl Simulation {
                 legacy,
                 ..f
             }));
-            closed_loops.push(plan.closed_loop);
+            follow_ups.push(plan.follow_up);
         }
-        let endless =
-            flows.iter().any(|f| f.size.is_none()) || closed_loops.iter().any(Option::is_some);
+        let endless = flows.iter().any(|f| f.size.is_none())
+            || follow_ups.iter().flatten().any(FollowUp::is_endless);
         let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;
 
         let mut world = World {
@@ -240,7 +241,7 @@ impl Simulation {
             ndp,
             mptcp_subflows: t.mptcp.subflows,
             mptcp_nic_limit: t.mptcp.nic_limit,
-            closed_loops,
+            follow_ups,
             stop_time: stop.unwrap_or(Time::MAX),
             stop_when_complete: sc.stop.when_flows_complete,
             warmup: sc.stop.warmup.0,
@@ -608,8 +609,11 @@ impl Simulation {
             if rec.spec.size.is_some() {
                 self.unfinished -= 1;
             }
-            if let Some(driver) = &self.closed_loops[rec.spec.origin as usize] {
-                let next = driver.next(&mut self.world.rng, rec, now);
+            let follow_up = &self.follow_ups[rec.spec.origin as usize];
+            if let Some(next) = follow_up
+                .as_ref()
+                .and_then(|f| f.next(&mut self.world.rng, rec, now))
+            {
                 add_flow(&mut self.world, next);
                 self.unfinished += 1;
             }

@@ -1,20 +1,23 @@
 //! Workloads: which flows a run has, and when they start.
 //!
 //! Most workloads are a list of flows fixed before the run (permutation, incast,
-//! all-to-all, Poisson arrivals, an htsim connection matrix, an explicit list). The
-//! closed loop is the exception: each completion starts the next flow.
+//! all-to-all, Poisson arrivals, an htsim connection matrix, an explicit list). Two
+//! follow flows up as they complete ([`FollowUp`]): in the closed loop each completion
+//! starts the next download, and a ping's request, once arrived, starts its reply.
 
 mod cdf;
 mod closed_loop;
 mod htsim_cm;
 mod patterns;
+mod ping;
 mod poisson;
 
 pub use cdf::FlowSizeCdf;
 pub use closed_loop::ClosedLoop;
+pub use ping::Ping;
 
 use crate::engine::SimRng;
-use crate::flow::FlowSpec;
+use crate::flow::{FlowRecord, FlowSpec};
 use crate::ids::HostId;
 use crate::net::Network;
 use crate::scenario::Protocol;
@@ -106,6 +109,20 @@ pub enum WorkloadSpec {
         file: String,
         protocol: Option<Protocol>,
     },
+    /// `src` pings `dst`: a request of `size` bytes every `interval` from `start`
+    /// (`count` of them, or until `stop.time`), each answered by a reply of the same
+    /// size the moment it arrives (ICMP echo).
+    Ping {
+        src: u32,
+        dst: u32,
+        interval: Duration,
+        #[serde(default = "ping_size")]
+        size: Bytes,
+        count: Option<u64>,
+        #[serde(default)]
+        start: Duration,
+        protocol: Option<Protocol>,
+    },
     /// Flows listed one by one.
     Flows {
         flows: Vec<FlowEntry>,
@@ -115,6 +132,11 @@ pub enum WorkloadSpec {
 
 fn one() -> u32 {
     1
+}
+
+/// An ICMP echo of ping's default 56 data bytes: 8 bytes of ICMP header on top.
+fn ping_size() -> Bytes {
+    Bytes(64)
 }
 
 /// A start time: `start`, or uniform within `[start, start + spread)`.
@@ -137,11 +159,32 @@ pub struct FlowEntry {
     pub start: Duration,
 }
 
-/// What a workload gives the run: flows known up front and, for a closed loop, the
-/// driver that makes the rest.
+/// What a workload gives the run: flows known up front and, for a closed loop or a
+/// ping, what makes the rest.
 pub struct Plan {
     pub flows: Vec<FlowSpec>,
-    pub closed_loop: Option<ClosedLoop>,
+    pub follow_up: Option<FollowUp>,
+}
+
+/// A workload that adds flows as its flows complete.
+pub enum FollowUp {
+    ClosedLoop(ClosedLoop),
+    Ping(Ping),
+}
+
+impl FollowUp {
+    /// The flow that `done` (one of this workload's, ended at `now`) starts, if any.
+    pub fn next(&self, rng: &mut SimRng, done: &FlowRecord, now: Time) -> Option<FlowSpec> {
+        match self {
+            FollowUp::ClosedLoop(driver) => Some(driver.next(rng, done, now)),
+            FollowUp::Ping(ping) => ping.reply(done, now),
+        }
+    }
+
+    /// True if it never stops adding flows.
+    pub fn is_endless(&self) -> bool {
+        matches!(self, FollowUp::ClosedLoop(_))
+    }
 }
 
 /// What generating a workload may look at.
@@ -184,6 +227,7 @@ impl WorkloadSpec {
             WorkloadSpec::ClosedLoop { .. } => "closed_loop",
             WorkloadSpec::Poisson { .. } => "poisson",
             WorkloadSpec::Htsim { .. } => "htsim",
+            WorkloadSpec::Ping { .. } => "ping",
             WorkloadSpec::Flows { .. } => "flows",
         }
     }
@@ -195,6 +239,7 @@ impl WorkloadSpec {
             | WorkloadSpec::Incast { size, .. }
             | WorkloadSpec::AllToAll { size, .. } => size.is_none(),
             WorkloadSpec::ClosedLoop { .. } | WorkloadSpec::Poisson { .. } => true,
+            WorkloadSpec::Ping { count, .. } => count.is_none(),
             WorkloadSpec::Flows { flows, .. } => flows.iter().any(|f| f.size.is_none()),
             // htsim flows without a size never end; we cannot know before reading it.
             WorkloadSpec::Htsim { .. } => false,
@@ -302,6 +347,27 @@ impl WorkloadSpec {
                 }
             }
             WorkloadSpec::Htsim { .. } => Ok(()),
+            WorkloadSpec::Ping {
+                src,
+                dst,
+                interval,
+                size,
+                count,
+                ..
+            } => {
+                check_host("src", *src, n_hosts)?;
+                check_host("dst", *dst, n_hosts)?;
+                if src == dst {
+                    return Err(format!("dst: host {dst} would ping itself"));
+                }
+                if interval.0 == 0 {
+                    return Err("interval: must be longer than 0".into());
+                }
+                if *count == Some(0) {
+                    return Err("count: must be at least 1".into());
+                }
+                check_size(Some(*size))
+            }
             WorkloadSpec::Flows { flows, .. } => {
                 if flows.is_empty() {
                     return Err("flows: must not be empty".into());
@@ -338,7 +404,7 @@ impl WorkloadSpec {
         let fixed = |flows| {
             Ok(Plan {
                 flows,
-                closed_loop: None,
+                follow_up: None,
             })
         };
         match self {
@@ -446,7 +512,7 @@ impl WorkloadSpec {
                 }
                 Ok(Plan {
                     flows,
-                    closed_loop: Some(driver),
+                    follow_up: Some(FollowUp::ClosedLoop(driver)),
                 })
             }
             WorkloadSpec::Poisson {
@@ -474,6 +540,34 @@ impl WorkloadSpec {
                 let flows =
                     htsim_cm::load(&path, n, proto(protocol)).map_err(|e| format!("file: {e}"))?;
                 fixed(flows)
+            }
+            WorkloadSpec::Ping {
+                src,
+                dst,
+                interval,
+                size,
+                count,
+                start,
+                protocol,
+            } => {
+                let count = match (count, ctx.stop) {
+                    (Some(c), _) => *c,
+                    // Every request that starts before the run ends.
+                    (None, Some(stop)) => stop.saturating_sub(start.0).div_ceil(interval.0),
+                    (None, None) => {
+                        return Err("count: needed when the run has no stop.time".into())
+                    }
+                };
+                let ping = Ping {
+                    pinger: *src,
+                    target: *dst,
+                    size: size.0,
+                    protocol: proto(protocol),
+                };
+                Ok(Plan {
+                    flows: ping.requests(start.0, interval.0, count),
+                    follow_up: Some(FollowUp::Ping(ping)),
+                })
             }
             WorkloadSpec::Flows { flows, protocol } => {
                 let p = proto(protocol);

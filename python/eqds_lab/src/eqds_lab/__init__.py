@@ -1,7 +1,7 @@
 """eqds_lab: run eqds-sim sweeps locally, load their results, plot them."""
 
 from .report import Quantity, report, write_result
-from .results import load_flows, load_summaries
+from .results import load_flows, load_summaries, ping_rtts
 from .sweep import Run, Sweep, run_sweep
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "Sweep",
     "load_flows",
     "load_summaries",
+    "ping_rtts",
     "report",
     "run_sweep",
     "write_result",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -53,3 +54,25 @@ def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
         row |= {f"eqds_{name}": value for name, value in tunnels.items()}
         rows.append(row)
     return pl.DataFrame(rows)
+
+
+def ping_rtts(
+    flows: pl.DataFrame, workload: int, pinger: int, by: Sequence[str] = ()
+) -> pl.DataFrame:
+    """The pings of `ping` workload number `workload` (sent by host `pinger`) in `flows`
+    (one run's flows.csv, or `load_flows`' frame with `by` naming the columns that tell
+    runs apart, such as "seed"): one row per request with `by`, `sent_ps` and
+    `rtt_ps`, null where the request or its reply was lost. A reply starts exactly
+    when its request ended, which pairs them."""
+    pings = flows.filter(pl.col("workload") == workload)
+    requests = pings.filter(pl.col("src") == pinger).select(
+        *by, pl.col("start_ps").alias("sent_ps"), pl.col("end_ps")
+    )
+    replies = pings.filter(pl.col("dst") == pinger).select(
+        *by, pl.col("start_ps").alias("end_ps"), pl.col("end_ps").alias("answered_ps")
+    )
+    return (
+        requests.join(replies, on=[*by, "end_ps"], how="left")
+        .select(*by, "sent_ps", (pl.col("answered_ps") - pl.col("sent_ps")).alias("rtt_ps"))
+        .sort([*by, "sent_ps"])
+    )
