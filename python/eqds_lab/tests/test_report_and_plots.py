@@ -100,3 +100,20 @@ def test_ndp_incast_runs_through_eqds_lab_quick(tmp_path):
     completion = result["also_measured"]["completion_s"]
     assert set(completion) >= {"NDP (8-packet trimming queues)", "TCP, 15-packet buffers"}
     assert (tmp_path / "incast.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_fig10_runs_through_eqds_lab_quick(tmp_path):
+    """A short instance of experiments/fig10-ping: the busy host's deep TCP queue adds
+    hundreds of microseconds to a ping, EQDS's trimming queue tens."""
+    root = Path(__file__).resolve().parents[3]
+    env = os.environ | {
+        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
+    }
+    script = root / "experiments/fig10-ping/run.py"
+    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    rise = json.loads((tmp_path / "result.json").read_text())["also_measured"]["median_rise_us"]
+    assert rise["TCP"] > 300, rise
+    assert 0 < rise["TCP over EQDS, NDP mode"] < 100, rise
+    assert (tmp_path / "fig10.png").read_bytes()[:8] == PNG_MAGIC
