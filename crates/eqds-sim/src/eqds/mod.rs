@@ -37,6 +37,11 @@ use eqds_proto::tunnel::RxConfig;
 
 use crate::ids::PacketId;
 
+/// Default `demand_lookahead` of native EQDS applications, in packets: they queue all
+/// they have, and this keeps a thin stream from sending an RTS whenever its queue
+/// empties.
+const NATIVE_DEMAND_LOOKAHEAD: u32 = 4;
+
 /// `[eqds]` resolved against the topology and transport.
 #[derive(Clone, Debug)]
 pub struct EqdsSettings {
@@ -98,7 +103,12 @@ impl EqdsSettings {
             // Set by the caller, who knows the hosts' rates.
             tunnel_rtt: None,
             initial_window_packets: spec.initial_window.map(|p| p.min(window_packets)),
-            demand_lookahead_packets: spec.demand_lookahead,
+            demand_lookahead_packets: spec.demand_lookahead.unwrap_or(if spec.enabled {
+                // At least any tunnel's window: in flight is never more.
+                window_packets
+            } else {
+                NATIVE_DEMAND_LOOKAHEAD
+            }),
             send_queue: spec.send_queue,
             backpressure: spec.backpressure,
             acks_first: spec.acks_first,

@@ -44,11 +44,12 @@ pub struct EqdsSpec {
     /// busy (default: the whole window in NDP mode, none in RTS mode).
     pub initial_window: Option<u32>,
     /// Credit a tunnel asks for beyond its backlog while packets are in flight, in
-    /// packets, at most what is in flight (default 4; 0 asks for the backlog only).
-    /// Keeps TCP's ACK clock and pure-ACK streams from stopping to send an RTS each
-    /// time their queue empties.
-    #[serde(default = "default_demand_lookahead")]
-    pub demand_lookahead: u32,
+    /// packets, at most what is in flight; 0 asks for the backlog only. Default: the
+    /// whole window when EQDS tunnels the transports (`enabled`: TCP's ACK clock turns
+    /// every packet in flight into a packet to send), 4 for native EQDS applications
+    /// (they queue what they have; the 4 keep a thin stream from sending an RTS each
+    /// time its queue empties).
+    pub demand_lookahead: Option<u32>,
     /// Send queue per destination, in packets: the TCP-compatible EQIF's drop-tail
     /// buffer (default 100, the paper's).
     #[serde(default = "default_send_queue")]
@@ -137,9 +138,6 @@ fn default_ack_coalesce() -> u32 {
 fn default_ack_delay() -> Duration {
     Duration(10 * crate::units::US)
 }
-fn default_demand_lookahead() -> u32 {
-    4
-}
 fn default_nic_limit() -> u32 {
     2
 }
@@ -189,10 +187,9 @@ impl EqdsSpec {
         if self.initial_window.is_some_and(|iw| iw > 1000) {
             return Err("initial_window: at most 1000 packets (one epoch block)".into());
         }
-        if self.demand_lookahead > 1000 {
+        if let Some(lookahead) = self.demand_lookahead.filter(|&p| p > 1000) {
             return Err(format!(
-                "demand_lookahead: at most 1000 packets, got {}",
-                self.demand_lookahead
+                "demand_lookahead: at most 1000 packets, got {lookahead}"
             ));
         }
         if self.ack_coalesce == 0 {
