@@ -117,3 +117,23 @@ def test_fig10_runs_through_eqds_lab_quick(tmp_path):
     assert rise["TCP"] > 300, rise
     assert 0 < rise["TCP over EQDS, NDP mode"] < 100, rise
     assert (tmp_path / "fig10.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_appb_eqif_buffer_runs_through_eqds_lab_quick(tmp_path):
+    """A short instance of experiments/appb-eqif-buffer: from one BDP of EQIF buffer
+    every congestion controller fills the link; below it NewReno needs more buffer
+    than Cubic."""
+    root = Path(__file__).resolve().parents[3]
+    env = os.environ | {
+        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
+    }
+    script = root / "experiments/appb-eqif-buffer/run.py"
+    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    share = json.loads((tmp_path / "result.json").read_text())["also_measured"][
+        "throughput_fraction"
+    ]
+    assert all(share[p]["30"] > 0.95 for p in ("newreno", "cubic", "dctcp")), share
+    assert share["newreno"]["4"] < share["cubic"]["4"], share
+    assert (tmp_path / "eqif-buffer.png").read_bytes()[:8] == PNG_MAGIC
