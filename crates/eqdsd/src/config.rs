@@ -119,8 +119,7 @@ struct EqdsSection {
     #[serde(default = "default_window")]
     window: u32,
     initial_window: Option<u32>,
-    #[serde(default = "default_demand_lookahead")]
-    demand_lookahead: u32,
+    demand_lookahead: Option<u32>,
     #[serde(default)]
     acks_first: bool,
     #[serde(default)]
@@ -167,9 +166,6 @@ fn default_link_rate() -> String {
 }
 fn default_window() -> u32 {
     32
-}
-fn default_demand_lookahead() -> u32 {
-    4
 }
 fn default_pace_control() -> bool {
     true
@@ -504,7 +500,7 @@ impl Config {
                 format!("must be at most eqds.window ({} packets)", e.window),
             ));
         }
-        if e.demand_lookahead > 1000 {
+        if e.demand_lookahead.is_some_and(|p| p > 1000) {
             return Err(invalid("eqds.demand_lookahead", "must be 0..=1000 packets"));
         }
         if !(1..=100_000).contains(&e.send_queue) {
@@ -638,7 +634,9 @@ impl Config {
             link_rate_bps,
             window_packets: e.window,
             initial_window_packets: e.initial_window,
-            demand_lookahead_packets: e.demand_lookahead,
+            // The TUN carries kernel TCP, whose ACK clock turns each packet in flight
+            // into one to send: by default a tunnel asks for its whole window.
+            demand_lookahead_packets: e.demand_lookahead.unwrap_or(e.window),
             acks_first: e.acks_first,
             path_stats: e.path_stats,
             path_avoidance_us: e.path_avoidance_us,

@@ -27,7 +27,10 @@ fn minimal_file_gets_defaults() {
     assert_eq!(c.charged_mtu(), 1514);
     assert_eq!(c.send_queue_packets, 100);
     assert_eq!(c.initial_window_packets, None);
-    assert_eq!(c.demand_lookahead_packets, 4);
+    // The whole window: kernel TCP's packets in flight are demand to come.
+    assert_eq!(c.demand_lookahead_packets, 32);
+    let small = Config::parse(&format!("{MINIMAL}\n[eqds]\nwindow = 8")).unwrap();
+    assert_eq!(small.demand_lookahead_packets, 8);
     assert_eq!(c.link_rate_bps, 10_000_000_000);
     assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
     assert!(!c.busy_poll);
