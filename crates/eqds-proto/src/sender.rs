@@ -56,6 +56,14 @@
 //! thin stream whose packets are further apart than its round trip from sending an
 //! RTS per packet.
 //!
+//! A lookahead of the whole window goes further: every packet in flight counts as
+//! one to come. That is what TCP's ACK clock makes of them, and without it a tunnel
+//! keeps no more in the network than waits in its queue, so TCP fills the link only
+//! while it keeps about a window queued in the EQIF (DCTCP, which keeps a few
+//! packets there, does not). Both front ends use the window for tunnelled TCP
+//! (`eqds-sim` with `[eqds] enabled`, `eqdsd`'s TUN); native writers, which queue
+//! all they have, keep a few packets.
+//!
 //! # Starting and restarting
 //!
 //! A tunnel (re)starts when data arrives while it has no backlog and expects no more
