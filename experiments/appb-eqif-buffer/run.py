@@ -16,6 +16,7 @@ from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
 from eqds_lab.experiment import parse_args
+from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
 PROTOCOLS = ["newreno", "cubic", "dctcp"]
@@ -136,10 +137,7 @@ def main() -> int:
 
 
 def plot(runs: dict[str, dict[int, tuple[float, float]]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # eqds_lab.plots has chosen the Agg backend
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     rows = []
@@ -155,11 +153,12 @@ def plot(runs: dict[str, dict[int, tuple[float, float]]], path: Path) -> None:
             ax.axvline(BDP, color="grey", linewidth=0.5)
         rows += [(protocol, b, by_b[b][0], by_b[b][1]) for b in bs]
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    with open(path.with_suffix(".csv"), "w") as f:
-        f.write("protocol,buffer_packets,throughput_fraction,mean_rtt_us\n")
-        f.writelines(f"{p},{b},{t},{r}\n" for p, b, t, r in rows)
+    save(
+        fig,
+        path,
+        ["protocol", "buffer_packets", "throughput_fraction", "mean_rtt_us"],
+        rows,
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from eqds_lab import (
 )
 from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, HTSIM_TCP, parse_args
 from eqds_lab.experiment import percentile as pct
+from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
 CLIENTS = {
@@ -212,10 +213,7 @@ def main() -> int:
 
 
 def plot(fct: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # eqds_lab.plots has chosen the Agg backend
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     rows = []
@@ -228,11 +226,7 @@ def plot(fct: dict, path: Path) -> None:
             ax.set_ylabel("us")
         rows += [(label, n, by_n[n][0], by_n[n][1]) for n in ns]
     axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    with open(path.with_suffix(".csv"), "w") as f:
-        f.write("config,clients,median_us,p99_us\n")
-        f.writelines(f"{c},{n},{m},{p}\n" for c, n, m, p in rows)
+    save(fig, path, ["config", "clients", "median_us", "p99_us"], rows)
 
 
 if __name__ == "__main__":

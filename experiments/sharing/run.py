@@ -18,6 +18,7 @@ from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
 from eqds_lab.experiment import jain, parse_args
+from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
 RATE = 25e9
@@ -114,10 +115,7 @@ def main() -> int:
 
 
 def plot(shares: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # eqds_lab.plots has chosen the Agg backend
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
     rows = []
@@ -139,11 +137,7 @@ def plot(shares: dict, path: Path) -> None:
         ax.set_xticks([(n - 1) / 2, n + 1 + (n - 1) / 2], ["without EQDS", "with EQDS"])
         ax.set_title(title, fontsize=9)
     axes[0].set_ylabel("throughput (Gb/s)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
-    with open(path.with_suffix(".csv"), "w") as f:
-        f.write("setup,network,protocol,throughput_bps\n")
-        f.writelines(f"{s},{n},{p},{b}\n" for s, n, p, b in rows)
+    save(fig, path, ["setup", "network", "protocol", "throughput_bps"], rows)
 
 
 if __name__ == "__main__":

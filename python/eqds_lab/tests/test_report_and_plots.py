@@ -20,6 +20,19 @@ def read_csv(path: Path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+def run_quick(experiment: str, results: Path, must_pass: bool = False) -> None:
+    """Runs experiments/`experiment`/run.py --quick into `results`: it must finish
+    (1 is a failed verdict, still a finished run), and pass if `must_pass`."""
+    root = Path(__file__).resolve().parents[3]
+    env = os.environ | {
+        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
+    }
+    script = root / "experiments" / experiment / "run.py"
+    cmd = [sys.executable, str(script), "--quick", "--results", str(results)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode in ((0,) if must_pass else (0, 1)), proc.stdout + proc.stderr
+
+
 def test_plots_write_png_and_the_data_behind_it(tmp_path):
     made = [
         cdf({"a": [3, 1, 2], "b": [5]}, tmp_path / "cdf.png", xlabel="x"),
@@ -59,14 +72,7 @@ def test_results_and_the_generated_table(tmp_path):
 
 
 def test_fig8_runs_through_eqds_lab_quick(tmp_path):
-    root = Path(__file__).resolve().parents[3]
-    env = os.environ | {
-        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
-    }
-    script = root / "experiments/fig8-permutation/run.py"
-    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode in (0, 1), proc.stderr
+    run_quick("fig8-permutation", tmp_path)
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["experiment"] == "fig8-permutation"
     q = result["quantities"][0]
@@ -86,14 +92,7 @@ def test_committed_experiments_table_is_up_to_date(tmp_path):
 
 
 def test_ndp_incast_runs_through_eqds_lab_quick(tmp_path):
-    root = Path(__file__).resolve().parents[3]
-    env = os.environ | {
-        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
-    }
-    script = root / "experiments/ndp-incast/run.py"
-    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_quick("ndp-incast", tmp_path, must_pass=True)
     result = json.loads((tmp_path / "result.json").read_text())
     # NDP finishes every quick incast (N = 8, 64, 256) within 10% of line rate.
     assert result["quantities"][0]["pass"]
@@ -105,14 +104,7 @@ def test_ndp_incast_runs_through_eqds_lab_quick(tmp_path):
 def test_fig10_runs_through_eqds_lab_quick(tmp_path):
     """A short instance of experiments/fig10-ping: the busy host's deep TCP queue adds
     hundreds of microseconds to a ping, EQDS's trimming queue tens."""
-    root = Path(__file__).resolve().parents[3]
-    env = os.environ | {
-        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
-    }
-    script = root / "experiments/fig10-ping/run.py"
-    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    run_quick("fig10-ping", tmp_path)
     rise = json.loads((tmp_path / "result.json").read_text())["also_measured"]["median_rise_us"]
     assert rise["TCP"] > 300, rise
     assert 0 < rise["TCP over EQDS, NDP mode"] < 100, rise
@@ -123,14 +115,7 @@ def test_appb_eqif_buffer_runs_through_eqds_lab_quick(tmp_path):
     """A short instance of experiments/appb-eqif-buffer: from one BDP of EQIF buffer
     every congestion controller fills the link; below it NewReno needs more buffer
     than Cubic."""
-    root = Path(__file__).resolve().parents[3]
-    env = os.environ | {
-        "EQDS_SIM": os.environ.get("EQDS_SIM", str(root / "target/release/eqds-sim"))
-    }
-    script = root / "experiments/appb-eqif-buffer/run.py"
-    cmd = [sys.executable, str(script), "--quick", "--results", str(tmp_path)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    run_quick("appb-eqif-buffer", tmp_path)
     share = json.loads((tmp_path / "result.json").read_text())["also_measured"][
         "throughput_fraction"
     ]

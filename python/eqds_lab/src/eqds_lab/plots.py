@@ -13,7 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 
-def _save(fig, path: Path, header: Sequence[str], rows: list[Sequence]) -> Path:
+def save(fig, path: Path, header: Sequence[str], rows: list[Sequence]) -> Path:
+    """Writes `fig` to `path` (PNG) and `rows` under `header` beside it (`.csv`), and
+    closes the figure: the last step of every helper here and of runners' own figures."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -50,7 +52,7 @@ def cdf(
         ax.set_xlim(*xlim)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _save(fig, path, ["series", "x", "cdf"], rows)
+    return save(fig, path, ["series", "x", "cdf"], rows)
 
 
 def ranked(
@@ -74,7 +76,7 @@ def ranked(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper right")
-    return _save(fig, path, ["series", "rank", "value"], rows)
+    return save(fig, path, ["series", "rank", "value"], rows)
 
 
 def percentiles_vs(
@@ -99,7 +101,7 @@ def percentiles_vs(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _save(fig, path, ["series", "percentile", "x", "value"], rows)
+    return save(fig, path, ["series", "percentile", "x", "value"], rows)
 
 
 def over_time(
@@ -119,7 +121,7 @@ def over_time(
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return _save(fig, path, ["series", "time_s", "value"], rows)
+    return save(fig, path, ["series", "time_s", "value"], rows)
 
 
 def _percentile(sorted_values: Sequence[float], p: float) -> float:
