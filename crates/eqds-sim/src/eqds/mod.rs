@@ -52,8 +52,8 @@ pub struct EqdsSettings {
     pub mtu: u32,
     pub overhead: u32,
     pub window_packets: u32,
-    /// Set when `window` is not given and the hosts' NICs differ: the longest base
-    /// RTT, from which each tunnel's window is sized at the slower of its two hosts'
+    /// Set when `window` is not given and the hosts' NICs differ: the longest loaded
+    /// RTT (`Network::loaded_rtt`), from which each tunnel's window is sized at the slower of its two hosts'
     /// rates (`window_packets` is then the fastest host's, for the receivers).
     pub tunnel_rtt: Option<Time>,
     /// Packets an idle tunnel sends unasked; `None`: as the mode says.
@@ -87,8 +87,9 @@ pub struct EqdsSettings {
 }
 
 impl EqdsSettings {
-    /// Resolves `spec` for a network whose longest base RTT holds `bdp_packets` full
-    /// packets and that has `paths` equal-cost paths.
+    /// Resolves `spec` for a network whose longest loaded round trip
+    /// (`Network::loaded_rtt`) holds `bdp_packets` full packets and that has `paths`
+    /// equal-cost paths.
     pub fn resolve(spec: &EqdsSpec, mtu: u32, paths: u32, bdp_packets: u32) -> Self {
         let window_packets = spec.window.unwrap_or(bdp_packets.clamp(1, 1000));
         EqdsSettings {
@@ -293,8 +294,8 @@ impl EqdsLayer {
     }
 
     /// Sizes the window of `host`'s tunnel to `dst` before the tunnel first exists,
-    /// when windows are per tunnel (`EqdsSettings::tunnel_rtt`): one BDP at the
-    /// slower of the two NICs, since the receiver paces PULLs at its own rate and a
+    /// when windows are per tunnel (`EqdsSettings::tunnel_rtt`): one loaded BDP at
+    /// the slower of the two NICs, since the receiver paces PULLs at its own rate and a
     /// sender can send no faster than its own.
     #[inline]
     pub fn size_new_tunnel(&mut self, host: HostId, dst: HostId) {

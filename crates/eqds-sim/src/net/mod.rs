@@ -94,13 +94,33 @@ impl Network {
         self.unloaded_delay(a, b, data) + self.unloaded_delay(b, a, control)
     }
 
+    /// Round trip of a `data`-byte packet there and a `control`-byte one back when
+    /// each waits behind one `data`-byte packet at every hop: the loop a receiver's
+    /// credit runs in while every host both sends and receives (spraying leaves about
+    /// a packet of transient queue at each port, and PULLs meet the reverse
+    /// direction's data).
+    pub fn loaded_rtt(&self, a: HostId, b: HostId, data: u32, control: u32) -> crate::units::Time {
+        self.unloaded_delay(a, b, 2 * data) + self.unloaded_delay(b, a, control + data)
+    }
+
     /// The largest base RTT between host 0 and any other host: with the topologies we
     /// build, the longest path of the network.
     pub fn max_base_rtt(&self, data: u32, control: u32) -> crate::units::Time {
+        self.max_over_paths(|h| self.base_rtt(0, h, data, control))
+    }
+
+    /// [`Network::loaded_rtt`] of the longest path.
+    pub fn max_loaded_rtt(&self, data: u32, control: u32) -> crate::units::Time {
+        self.max_over_paths(|h| self.loaded_rtt(0, h, data, control))
+    }
+
+    /// Largest `rtt_to(h)` over one host `h` per rack (and the last host): every
+    /// path length there is from host 0.
+    fn max_over_paths(&self, rtt_to: impl Fn(HostId) -> crate::units::Time) -> crate::units::Time {
         (1..self.n_hosts)
             .step_by(self.hosts_per_rack.max(1) as usize)
             .chain(std::iter::once(self.n_hosts - 1))
-            .map(|h| self.base_rtt(0, h, data, control))
+            .map(rtt_to)
             .max()
             .unwrap_or(0)
     }

@@ -38,7 +38,8 @@ pub struct EqdsSpec {
     #[serde(default)]
     pub mode: EqdsMode,
     /// Credit window W per tunnel, in MTU-sized packets (default: one BDP of the
-    /// longest path in the topology, rounded up).
+    /// longest path's loaded round trip, where data and PULLs each wait behind one
+    /// full packet at every hop, rounded up).
     pub window: Option<u32>,
     /// Packets a new or idle tunnel sends before any credit, when its receiver is not
     /// busy (default: the whole window in NDP mode, none in RTS mode).
@@ -98,7 +99,7 @@ pub struct EqdsSpec {
     /// PULL rate as a fraction of the receiver's link rate (default 1.0).
     #[serde(default = "default_pull_rate")]
     pub pull_rate: f64,
-    /// Reorder queue span per tunnel, in packets (default: twice the window).
+    /// Reorder queue span per tunnel, in packets (default: four times the window).
     pub reorder_window: Option<u32>,
     /// How long a hole may hold the reorder queue back before it is skipped
     /// (default 5 ms). Longer than the retransmit and credit-loss timeouts with room

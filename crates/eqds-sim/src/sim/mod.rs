@@ -166,13 +166,18 @@ impl Simulation {
             .collect();
         let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
         if uses_eqds {
+            // The credit window covers the loaded round trip, not the idle one: with
+            // jumbo frames the transient queues of a sprayed fabric double it, and a
+            // window of one idle BDP then caps every tunnel well below line rate.
+            let credit_rtt = world.net.max_loaded_rtt(mtu, header);
+            let credit_bdp = crate::eqds::bdp_packets(credit_rtt, fastest, mtu);
             let mut settings =
-                EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), bdp_packets);
+                EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), credit_bdp);
             settings.path_stats = sc.output.paths_csv;
             // With NICs of several rates, a window sized for the fastest would keep
             // several BDPs of a slower receiver in flight, queued in the network.
             if sc.eqds.window.is_none() && rates.iter().any(|&r| r != fastest) {
-                settings.tunnel_rtt = Some(base_rtt);
+                settings.tunnel_rtt = Some(credit_rtt);
             }
             let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
             world.eqds = Some(Box::new(EqdsLayer::new(settings, &rates, &seeds)));
