@@ -22,7 +22,8 @@ HERE = Path(__file__).resolve().parent
 PROTOCOLS = ["newreno", "cubic", "dctcp"]
 #: Per-destination EQIF buffers, in packets.
 BUFFERS = [4, 8, 16, 30, 60, 100]
-#: One BDP here: the EQDS window, one unloaded round trip at 25 Gbps, in packets.
+#: One BDP here, the idle round trip at 25 Gbps, in packets (the EQDS window, sized
+#: for the round trip under load, is 29).
 BDP = 20
 #: Payload per 1500-byte packet under 64 bytes of TCP and 44 of EQDS headers.
 PAYLOAD_SHARE = 1392 / 1500
@@ -70,7 +71,7 @@ def main() -> int:
         experiment="appb-eqif-buffer",
         figure="EQDS NSDI'22, Appendix B (buffer settings for TCP EQIFs)",
         setup="T1 model of fig9 with 1500 B packets (4 ToRs x 3 hosts at 25 Gbps, 2 "
-        "spines, 1 us links; one BDP, the EQDS window, is about 20 packets), NDP mode "
+        "spines, 1 us links; one BDP is about 20 packets, the EQDS window 29), NDP mode "
         "(15-packet trimming queues, spraying); one long TCP flow from host 0 to host 3; "
         "drop-tail EQIF without backpressure, ECN marks from 16 packets (DCTCP's K); "
         "Cubic with HyStart, SACK/RACK/TLP, Eifel; 30 ms, the first 10 ms not counted",

@@ -15,17 +15,17 @@ import sys
 from pathlib import Path
 
 from eqds_lab import Quantity, Sweep, load_flows, ping_rtts, run_sweep, write_result
-from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, parse_args
+from eqds_lab.experiment import EQDS_NDP_JUMBO, EQDS_RTS, parse_args
 from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import cdf
 
 HERE = Path(__file__).resolve().parent
 CONFIGS = {
     "TCP": {},
-    "TCP over EQDS, NDP mode": EQDS_NDP,
+    "TCP over EQDS, NDP mode": EQDS_NDP_JUMBO,
     "TCP over EQDS, RTS mode": EQDS_RTS,
     # Also measured: pings ten times as often, 100 us apart.
-    "TCP over EQDS, NDP mode, pings 100 us apart": EQDS_NDP
+    "TCP over EQDS, NDP mode, pings 100 us apart": EQDS_NDP_JUMBO
     | {"workload.0.interval": "100us"},
 }
 #: The host at rest: its nine senders start after the run has ended.
@@ -96,7 +96,7 @@ def main() -> int:
         "Cubic with HyStart, SACK/RACK/TLP, Eifel, TCP small queues); host 1 pings host 0 "
         "(same ToR) with 64-byte datagrams every 1 ms from 5 ms; busy: hosts 3-11 each "
         "send host 0 an endless TCP flow; 50 ms, seeds 1-3. TCP: ECMP, 200-packet "
-        "drop-tail. EQDS NDP mode: 15-packet trimming queues, spraying; RTS mode: "
+        "drop-tail. EQDS NDP mode: trimming queues of 15 full packets (135,000 B), spraying; RTS mode: "
         "200-packet drop-tail with EQDS control in a higher priority class",
         quantities=[
             Quantity(
