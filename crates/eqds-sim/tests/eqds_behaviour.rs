@@ -764,10 +764,11 @@ fn tcp_over_eqds_fills_the_link_from_a_small_eqif_whatever_its_congestion_contro
 
 /// TCP Cubic over EQDS in a permutation across two racks of a 25 Gbps leaf-spine at
 /// MTU 9000, every host sending and receiving, with `eqds` added to the `[eqds]`
-/// table: each flow's throughput as a fraction of the link's payload rate. The
+/// table: each flow's throughput as a fraction of the link's payload rate, and the
+/// window the run resolved, in packets. The
 /// switches trim at 135,000 B of data (15 full packets), counted in bytes so that
 /// the reverse flows' 108-byte ACKs do not take full packets' places.
-fn permutation_both_ways(eqds: &str) -> Vec<f64> {
+fn permutation_both_ways(eqds: &str) -> (Vec<f64>, u64) {
     let text = format!(
         r#"
         [topology]
@@ -798,10 +799,14 @@ fn permutation_both_ways(eqds: &str) -> Vec<f64> {
     let (flows, stats, sim) = common::run(&text);
     // 9000 B on the wire carry 8892 B of payload under 64 B of TCP and 44 of EQDS.
     let payload_rate = 25e9 * 8892.0 / 9000.0;
-    flows
+    let fractions = flows
         .iter()
         .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time) / payload_rate)
-        .collect()
+        .collect();
+    let window = sim.eqds_summary().unwrap()["window_packets"]
+        .as_u64()
+        .unwrap();
+    (fractions, window)
 }
 
 #[test]
@@ -811,8 +816,9 @@ fn the_default_window_covers_the_credit_loop_of_a_loaded_fabric() {
     // at about twice its idle round trip. The default window (one BDP of that loaded
     // round trip, 15 packets here) fills the links; one idle BDP (7 packets) leaves
     // every flow near 70%.
-    let default = permutation_both_ways("");
+    let (default, window) = permutation_both_ways("");
+    assert_eq!(window, 15);
     assert!(default.iter().all(|&f| f > 0.95), "{default:?}");
-    let idle_bdp = permutation_both_ways("window = 7");
+    let (idle_bdp, _) = permutation_both_ways("window = 7");
     assert!(idle_bdp.iter().all(|&f| f < 0.8), "{idle_bdp:?}");
 }

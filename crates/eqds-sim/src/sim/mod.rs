@@ -277,6 +277,10 @@ impl Simulation {
     pub fn eqds_summary(&self) -> Option<serde_json::Value> {
         let eqds = self.world.eqds.as_ref()?;
         Some(serde_json::json!({
+            // The window as resolved (the default depends on the topology); with
+            // per-tunnel windows (NICs of several rates) the fastest host's.
+            "window_packets": eqds.settings.window_packets,
+            "per_tunnel_windows": eqds.settings.tunnel_rtt.is_some(),
             "packets": eqds.counters,
             "tunnels": eqds.tunnel_totals(),
             "peak_in_flight_bytes_per_host": eqds.hosts.iter().map(|h| h.tx.peak_in_flight_bytes()).max(),
