@@ -111,6 +111,22 @@ def test_fig10_runs_through_eqds_lab_quick(tmp_path):
     assert (tmp_path / "fig10.png").read_bytes()[:8] == PNG_MAGIC
 
 
+def test_fig7_runs_through_eqds_lab_quick(tmp_path):
+    """A short instance of experiments/fig7-permutation: ECMP collisions leave TCP's
+    mean near half the link, EQDS's spraying every flow near all of it, and a window
+    of one idle BDP falls short of the default."""
+    run_quick("fig7-permutation", tmp_path, must_pass=True)
+    seen = json.loads((tmp_path / "result.json").read_text())["also_measured"]
+    tcp, ndp = seen["TCP (ECMP)"], seen["TCP over EQDS, NDP mode"]
+    idle = seen["TCP over EQDS, NDP mode, window of one idle BDP"]
+    assert ndp["min_gbps"] > 20 > tcp["mean_gbps"], seen
+    assert idle["mean_gbps"] < ndp["mean_gbps"] - 2, seen
+    assert ndp["eqds_window_packets"][0] > idle["eqds_window_packets"][0], seen
+    # Four configurations, six flows, two seeds.
+    assert len(read_csv(tmp_path / "fig7.csv")) == 4 * 6 * 2
+    assert (tmp_path / "fig7.png").read_bytes()[:8] == PNG_MAGIC
+
+
 def test_appb_eqif_buffer_runs_through_eqds_lab_quick(tmp_path):
     """A short instance of experiments/appb-eqif-buffer: from one BDP of EQIF buffer
     every congestion controller fills the link; below it NewReno needs more buffer

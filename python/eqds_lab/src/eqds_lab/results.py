@@ -28,7 +28,8 @@ def load_flows(source: Sweep | list[Run]) -> pl.DataFrame:
 
 def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
     """One row per finished run: its parameters and the headline numbers of summary.json,
-    with EQDS's tunnel counters as `eqds_*` columns when the run used EQDS."""
+    with EQDS's tunnel counters and resolved window (`eqds_window_packets`) as `eqds_*`
+    columns when the run used EQDS."""
     rows = []
     for run in _runs(source):
         path = run.out / "summary.json"
@@ -52,6 +53,9 @@ def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
         # reorder queues skipped, late deliveries, RSTs, ...), as eqds_<counter>.
         tunnels = s.get("eqds", {}).get("tunnels", {})
         row |= {f"eqds_{name}": value for name, value in tunnels.items()}
+        # The credit window the run resolved (its default depends on the topology).
+        if "window_packets" in s.get("eqds", {}):
+            row["eqds_window_packets"] = s["eqds"]["window_packets"]
         rows.append(row)
     return pl.DataFrame(rows)
 
