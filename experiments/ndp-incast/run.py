@@ -116,7 +116,7 @@ def main() -> int:
         experiment="ndp-incast",
         figure="NDP (SIGCOMM'17) incast behaviour, as used by the EQDS paper's NDP mode",
         setup=f"k=18 fat tree, 10 Gbps, 1 us links, 9000 B MTU, N x 256 KiB to one host, N in {senders}; "
-        f"NDP: trimming queues of 8 data packets, spraying, initial window one BDP; "
+        f"NDP: trimming queues of 8 data packets, spraying, initial window one loaded BDP (the default); "
         f"TCP/DCTCP: ECMP, drop-tail or ECN (K=10) queues of {SHALLOW} or {DEEP} packets, 10 ms min RTO"
         + (" (QUICK)" if args.quick else ""),
         quantities=[

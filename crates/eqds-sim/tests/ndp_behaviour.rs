@@ -186,6 +186,39 @@ fn ndp_permutation_sprays_over_every_core_link() {
     assert!(sent.iter().all(|&s| s > 0), "idle core links: {sent:?}");
 }
 
+/// Mean throughput of an endless NDP permutation on the k=4 fat tree as a fraction
+/// of the 10 Gbps links' payload rate, with `rest` added to `[transport]`.
+fn ndp_permutation_share(rest: &str) -> f64 {
+    let text = ndp_k4(&format!(
+        r#"
+        {rest}
+        [workload]
+        kind = "permutation"
+        [stop]
+        time = "6ms"
+        warmup = "2ms"
+        "#
+    ));
+    let (flows, stats, sim) = common::run(&text);
+    let payload_rate = 10e9 * (9000.0 - 64.0) / 9000.0;
+    let total: f64 = flows
+        .iter()
+        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time))
+        .sum();
+    total / flows.len() as f64 / payload_rate
+}
+
+#[test]
+fn ndp_default_window_covers_the_loaded_round_trip() {
+    // Sprayed packets meet a packet or so of queue at every hop, and PULLs meet the
+    // reverse direction's data: the default window, one BDP of that loaded round
+    // trip (20 packets here), keeps the links full where one idle BDP (8) cannot.
+    let default = ndp_permutation_share("");
+    assert!(default > 0.95, "default window: {default:.3}");
+    let idle_bdp = ndp_permutation_share("ndp = { initial_window = 8 }");
+    assert!(idle_bdp < 0.8, "one idle BDP: {idle_bdp:.3}");
+}
+
 #[test]
 fn ndp_runs_are_deterministic() {
     let text = ndp_incast(4, "10Gbps", 1500, 8, None, 12, "200KB");

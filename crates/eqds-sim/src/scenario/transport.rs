@@ -125,8 +125,9 @@ pub struct UdpSpec {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NdpSpec {
-    /// Packets sent without waiting for PULLs in the first RTT (default: one BDP of
-    /// the longest path in the topology, rounded up).
+    /// Packets sent without waiting for PULLs in the first RTT, and so the window the
+    /// PULLs keep (default: one BDP of the longest path's loaded round trip, where
+    /// data and PULLs each wait behind one full packet at every hop, rounded up).
     pub initial_window: Option<u32>,
     /// Safety retransmission timeout for packets neither ACKed nor NACKed.
     #[serde(default = "default_ndp_rto")]
@@ -309,8 +310,8 @@ impl TransportSpec {
         Ok(())
     }
 
-    /// NDP parameters on a network with `paths` equal-cost paths whose longest base
-    /// RTT holds `bdp_packets` full packets.
+    /// NDP parameters on a network with `paths` equal-cost paths whose longest
+    /// loaded round trip (`Network::loaded_rtt`) holds `bdp_packets` full packets.
     pub fn ndp_config(&self, paths: u32, bdp_packets: u32) -> NdpConfig {
         NdpConfig {
             mss: (self.mtu.0 - self.header.0) as u32,

@@ -150,14 +150,19 @@ impl Simulation {
         };
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
-        let base_rtt = world.net.max_base_rtt(mtu, header);
+        // Receiver-driven windows (NDP's, EQDS's credit) cover the loaded round
+        // trip, not the idle one: the transient queues of a sprayed fabric with
+        // traffic both ways about double it at jumbo frames, and a window of one idle
+        // BDP then caps every flow well below line rate (66% for NDP at k=8, 70% for
+        // TCP over EQDS on the T1 model).
+        let credit_rtt = world.net.max_loaded_rtt(mtu, header);
         let rates: Vec<u64> = (0..world.net.n_hosts)
             .map(|h| world.net.host_rate(h))
             .collect();
         // At the fastest NIC's rate: a window must cover the fastest host.
         let fastest = rates.iter().copied().max().unwrap_or(0);
-        let bdp_packets = crate::eqds::bdp_packets(base_rtt, fastest, mtu);
-        let ndp = t.ndp_config(world.net.path_count(), bdp_packets);
+        let credit_bdp = crate::eqds::bdp_packets(credit_rtt, fastest, mtu);
+        let ndp = t.ndp_config(world.net.path_count(), credit_bdp);
         world.pacers = (0..world.net.n_hosts)
             .map(|h| {
                 let slot = crate::units::serialisation_time(mtu, world.net.host_rate(h));
@@ -166,11 +171,6 @@ impl Simulation {
             .collect();
         let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
         if uses_eqds {
-            // The credit window covers the loaded round trip, not the idle one: with
-            // jumbo frames the transient queues of a sprayed fabric double it, and a
-            // window of one idle BDP then caps every tunnel well below line rate.
-            let credit_rtt = world.net.max_loaded_rtt(mtu, header);
-            let credit_bdp = crate::eqds::bdp_packets(credit_rtt, fastest, mtu);
             let mut settings =
                 EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), credit_bdp);
             settings.path_stats = sc.output.paths_csv;
