@@ -123,6 +123,9 @@ pub struct EqifStats {
     pub holes_skipped: u64,
     /// Payloads held when a peer's state was dropped.
     pub lost_on_drop: u64,
+    /// Most packets any one tunnel's reorder queue held behind a hole at once (the
+    /// paper: under 10 in practice, §8.5).
+    pub peak_reorder_held: u64,
 }
 
 /// One sending peer's tunnel state.
@@ -323,6 +326,8 @@ impl<P> ReceivingEqif<P> {
         // Trimmed headers, RTSs and packets the state machine dropped.
         discarded.extend(payload);
         stats.holes_skipped += drain_in_order(src, t, now, deliveries);
+        // What is left waits behind a hole: the reorder queue's real occupancy.
+        stats.peak_reorder_held = stats.peak_reorder_held.max(t.queue.len() as u64);
         if in_order_ack {
             if t.queue.awaits_skipped() {
                 // A cumulative ACK would cover the skipped packet, and the sender

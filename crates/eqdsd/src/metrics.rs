@@ -251,6 +251,12 @@ fn render_receiver_events(engine: &Engine, out: &mut String) {
              # TYPE eqdsd_rx_{name}_total counter\neqdsd_rx_{name}_total {v}"
         );
     }
+    let _ = writeln!(
+        out,
+        "# HELP eqdsd_rx_peak_reorder_held Most packets one reorder queue held behind a hole\n\
+         # TYPE eqdsd_rx_peak_reorder_held gauge\neqdsd_rx_peak_reorder_held {}",
+        rx.peak_reorder_held
+    );
 }
 
 fn render_path_stats(engine: &Engine, out: &mut String) {

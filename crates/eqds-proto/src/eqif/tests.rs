@@ -183,6 +183,24 @@ fn close_peer_tells_the_sender() {
 }
 
 #[test]
+fn the_reorder_peak_counts_only_packets_waiting_behind_a_hole() {
+    let mut rx = eqif();
+    let isn = isn_for_epoch(7);
+    // In order: each packet leaves at once, nothing waits.
+    for i in 0..3 {
+        rx.handle_data(0, SRC, &data(isn + i, i == 0), i, 100);
+    }
+    assert_eq!(rx.stats().peak_reorder_held, 0);
+    // isn + 3 is missing: three packets wait behind it, then it fills the hole.
+    for i in 4..7 {
+        rx.handle_data(0, SRC, &data(isn + i, false), i, 100);
+    }
+    rx.handle_data(0, SRC, &data(isn + 3, false), 3, 100);
+    assert_eq!(delivered(&mut rx).len(), 7);
+    assert_eq!(rx.stats().peak_reorder_held, 3);
+}
+
+#[test]
 fn hole_timeout_is_a_timer_of_the_eqif() {
     let mut rx = eqif();
     let isn = isn_for_epoch(5);

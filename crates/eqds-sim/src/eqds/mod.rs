@@ -330,6 +330,7 @@ impl EqdsLayer {
             t.late += e.late;
             t.holes_skipped += e.holes_skipped;
             t.rst_sent += e.rst_sent;
+            t.peak_reorder_held = t.peak_reorder_held.max(e.peak_reorder_held);
         }
         t
     }
@@ -342,7 +343,7 @@ pub fn bdp_packets(rtt: Time, rate: u64, mtu: u32) -> u32 {
     bytes.div_ceil(u128::from(mtu)) as u32
 }
 
-/// Sums of the per-tunnel counters.
+/// Sums of the per-tunnel counters (and the reorder queues' peak).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct TunnelTotals {
     pub tunnels: u64,
@@ -362,4 +363,7 @@ pub struct TunnelTotals {
     /// Holes the reorder queues skipped (span exceeded or hole timed out).
     pub holes_skipped: u64,
     pub rst_sent: u64,
+    /// Most packets any one reorder queue held behind a hole at once (a maximum,
+    /// not a sum).
+    pub peak_reorder_held: u64,
 }
