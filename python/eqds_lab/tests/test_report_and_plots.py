@@ -127,6 +127,18 @@ def test_fig7_runs_through_eqds_lab_quick(tmp_path):
     assert (tmp_path / "fig7.png").read_bytes()[:8] == PNG_MAGIC
 
 
+def test_memory_scaling_runs_through_eqds_lab_quick(tmp_path):
+    """A short instance of experiments/memory-scaling: a host serving 256 receivers
+    keeps no more in flight than one serving one, about one BDP plus its NIC queue."""
+    run_quick("memory-scaling", tmp_path, must_pass=True)
+    seen = json.loads((tmp_path / "result.json").read_text())["also_measured"]
+    per_packet = seen["peak_in_flight_packets"]["an ACK per packet"]
+    assert set(per_packet) == {"1", "16", "256"}, per_packet
+    assert all(abs(v - seen["bdp_plus_ring_packets"]) <= 2 for v in per_packet.values()), seen
+    assert len(read_csv(tmp_path / "memory-scaling.csv")) == 2 * 3
+    assert (tmp_path / "memory-scaling.png").read_bytes()[:8] == PNG_MAGIC
+
+
 def test_appb_eqif_buffer_runs_through_eqds_lab_quick(tmp_path):
     """A short instance of experiments/appb-eqif-buffer: from one BDP of EQIF buffer
     every congestion controller fills the link; below it NewReno needs more buffer

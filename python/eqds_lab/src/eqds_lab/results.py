@@ -28,7 +28,8 @@ def load_flows(source: Sweep | list[Run]) -> pl.DataFrame:
 
 def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
     """One row per finished run: its parameters and the headline numbers of summary.json,
-    with EQDS's tunnel counters and resolved window (`eqds_window_packets`) as `eqds_*`
+    with EQDS's tunnel counters, resolved window (`eqds_window_packets`) and peak
+    bytes in flight at a host (`eqds_peak_in_flight_bytes_per_host`) as `eqds_*`
     columns when the run used EQDS."""
     rows = []
     for run in _runs(source):
@@ -53,9 +54,12 @@ def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
         # reorder queues skipped, late deliveries, RSTs, ...), as eqds_<counter>.
         tunnels = s.get("eqds", {}).get("tunnels", {})
         row |= {f"eqds_{name}": value for name, value in tunnels.items()}
-        # The credit window the run resolved (its default depends on the topology).
-        if "window_packets" in s.get("eqds", {}):
-            row["eqds_window_packets"] = s["eqds"]["window_packets"]
+        # The credit window the run resolved (its default depends on the topology),
+        # and the most bytes any host had in flight (the paper's memory claim).
+        eqds = s.get("eqds", {})
+        for name in ("window_packets", "peak_in_flight_bytes_per_host"):
+            if name in eqds:
+                row[f"eqds_{name}"] = eqds[name]
         rows.append(row)
     return pl.DataFrame(rows)
 
