@@ -318,6 +318,11 @@ fn bound_closed_loop_clients_download_only_from_their_servers() {
 /// latency, 15-packet trimming queues and spraying: the smallest network with two
 /// paths between racks. The `[topology]` and `[switch]` tables.
 fn two_racks_two_spines(rate: &str) -> String {
+    two_racks_two_spines_trimming_at(rate, "data_packets = 15")
+}
+
+/// [`two_racks_two_spines`] with the trimming queues' data limit `limit`.
+fn two_racks_two_spines_trimming_at(rate: &str, limit: &str) -> String {
     format!(
         r#"
         [topology]
@@ -327,7 +332,7 @@ fn two_racks_two_spines(rate: &str) -> String {
         hosts_per_leaf = 2
         link = {{ rate = "{rate}", latency = "1us" }}
         [switch]
-        queue = {{ kind = "trimming", data_packets = 15 }}
+        queue = {{ kind = "trimming", {limit} }}
         load_balancing = "spray"
         "#
     )
@@ -765,21 +770,14 @@ fn tcp_over_eqds_fills_the_link_from_a_small_eqif_whatever_its_congestion_contro
 /// TCP Cubic over EQDS in a permutation across two racks of a 25 Gbps leaf-spine at
 /// MTU 9000, every host sending and receiving, with `eqds` added to the `[eqds]`
 /// table: each flow's throughput as a fraction of the link's payload rate, and the
-/// window the run resolved, in packets. The
-/// switches trim at 135,000 B of data (15 full packets), counted in bytes so that
-/// the reverse flows' 108-byte ACKs do not take full packets' places.
+/// window the run resolved, in packets. The switches trim at 135,000 B of data (15
+/// full packets), counted in bytes so that the reverse flows' 108-byte ACKs do not
+/// take full packets' places.
 fn permutation_both_ways(eqds: &str) -> (Vec<f64>, u64) {
+    let network = two_racks_two_spines_trimming_at("25Gbps", "data_bytes = \"135000B\"");
     let text = format!(
         r#"
-        [topology]
-        kind = "leaf_spine"
-        leaves = 2
-        spines = 2
-        hosts_per_leaf = 2
-        link = {{ rate = "25Gbps", latency = "1us" }}
-        [switch]
-        queue = {{ kind = "trimming", data_bytes = "135000B" }}
-        load_balancing = "spray"
+        {network}
         [transport]
         protocol = "cubic"
         mtu = 9000
