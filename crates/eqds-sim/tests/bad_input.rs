@@ -157,6 +157,31 @@ fn each_mistake_is_named() {
             "`eqds.policy`",
         ),
         ("[stop]", "[eqds]\nenable = true\n[stop]", "enable"),
+        (
+            "[stop]",
+            "[host]\nlinks = [{ hosts = [16], rate = \"1Gbps\" }]\n[stop]",
+            "host.links[0].hosts: no host 16 (the topology has 16",
+        ),
+        (
+            "[stop]",
+            "[host]\nlinks = [{ hosts = [1], rate = \"1Gbps\" }, { hosts = [2, 1], rate = \"2Gbps\" }]\n[stop]",
+            "host.links[1].hosts: host 1 is listed twice",
+        ),
+        (
+            "[stop]",
+            "[host]\nlinks = [{ hosts = [], rate = \"1Gbps\" }]\n[stop]",
+            "host.links[0].hosts: list at least one host",
+        ),
+        (
+            "[stop]",
+            "[host]\nlinks = [{ hosts = [1], rate = \"0Gbps\" }]\n[stop]",
+            "host.links[0].rate",
+        ),
+        (
+            "[stop]",
+            "[host]\nlinks = [{ hosts = [1], speed = \"1Gbps\" }]\n[stop]",
+            "speed",
+        ),
         ("seed = 3", "seed = \"x\"", "seed"),
         ("seed = 3", "seed = 3\nseed = 4", "seed"),
         ("[workload]", "[workloads]", "workload"),

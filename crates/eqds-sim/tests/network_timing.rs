@@ -42,6 +42,28 @@ fn one_packet_crosses_three_links_store_and_forward() {
 }
 
 #[test]
+fn a_host_link_override_sets_that_hosts_rate_and_latency_both_ways() {
+    let text = dumbbell(
+        "10Gbps",
+        "10Gbps",
+        "0ns",
+        "{ src = 0, dst = 1, size = 1000 }",
+    )
+    .replace(
+        "[workload]",
+        "[host]\nlinks = [{ hosts = [1], rate = \"1Gbps\", latency = \"3us\" }]\n[workload]",
+    );
+    let (flows, _, sim) = common::run(&text);
+    // Two 10 Gbps hops, then host 1's own 1 Gbps link with 3 us instead of 1 us.
+    let ser = |rate| serialisation_time(1064, rate);
+    let expected = 2 * ser(10_000_000_000) + ser(1_000_000_000) + (1 + 2 + 3) * US;
+    assert_eq!(flows[0].fct(), Some(expected));
+    // Host 1 sends at its own rate too; host 0 keeps the topology's.
+    assert_eq!(sim.network().host_rate(1), 1_000_000_000);
+    assert_eq!(sim.network().host_rate(0), 10_000_000_000);
+}
+
+#[test]
 fn packets_pipeline_behind_a_slower_bottleneck() {
     // Two full packets; the 1 Gbps bottleneck serialises them back to back.
     let text = dumbbell(

@@ -135,6 +135,9 @@ pub struct NetworkBuilder {
     /// Forwarding latency added to links that end at a switch.
     switch_latency: crate::units::Time,
     next_salt: Box<dyn FnMut() -> u32>,
+    /// Per host, the rate (and latency, if given) its link has instead of the one
+    /// the topology builder asks for (`[host] links`).
+    host_links: Vec<Option<(u64, Option<crate::units::Time>)>>,
 }
 
 const UNCONNECTED: Node = Node::Host(u32::MAX);
@@ -162,6 +165,7 @@ impl NetworkBuilder {
             switch_queue,
             switch_latency,
             next_salt,
+            host_links: Vec::new(),
         };
         for h in 0..n_hosts {
             let q = b.host_queue.build();
@@ -241,11 +245,21 @@ impl NetworkBuilder {
     }
 
     /// Connects port `a` and port `b` with a full-duplex link.
+    /// Gives hosts links of their own (`overrides[h]`: rate and optional latency),
+    /// whatever the topology builder asks for theirs.
+    pub fn with_host_links(
+        mut self,
+        overrides: Vec<Option<(u64, Option<crate::units::Time>)>>,
+    ) -> Self {
+        self.host_links = overrides;
+        self
+    }
+
     pub fn link(
         &mut self,
         a: PortId,
         b: PortId,
-        spec: LinkSpec,
+        mut spec: LinkSpec,
         tier_ab: &'static str,
         tier_ba: &'static str,
     ) {
@@ -254,6 +268,15 @@ impl NetworkBuilder {
             self.net.ports[a as usize].owner,
             self.net.ports[b as usize].owner,
         );
+        let host = match (owner_a, owner_b) {
+            (Node::Host(h), _) | (_, Node::Host(h)) => Some(h),
+            _ => None,
+        };
+        if let Some(&Some((rate_bps, latency))) = host.and_then(|h| self.host_links.get(h as usize))
+        {
+            spec.rate_bps = rate_bps;
+            spec.latency = latency.unwrap_or(spec.latency);
+        }
         let latency_to = |n: Node| {
             spec.latency
                 + if matches!(n, Node::Switch(_)) {

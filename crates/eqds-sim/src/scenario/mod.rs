@@ -16,7 +16,7 @@ pub use transport::{Protocol, TransportSpec};
 use crate::net::queue::QueueSpec;
 use crate::net::switch::LoadBalancing;
 use crate::net::topology::TopologySpec;
-use crate::units::value::Duration;
+use crate::units::value::{Duration, Rate};
 use crate::workload::WorkloadSpec;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ fn default_switch_queue() -> QueueSpec {
     }
 }
 
-/// `[host]`: the hosts' NIC queues.
+/// `[host]`: the hosts' NIC queues, and links that differ from the topology's.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
@@ -102,13 +102,66 @@ pub struct HostSpec {
     /// its own link loses packets here, as a host whose qdisc overflows would.
     #[serde(default = "default_host_queue")]
     pub queue: QueueSpec,
+    /// Hosts whose link (both directions) runs at another rate or latency than the
+    /// topology gives them: testbeds mix NIC speeds within a rack.
+    #[serde(default)]
+    pub links: Vec<HostLinkOverride>,
+}
+
+/// One entry of `[host] links`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostLinkOverride {
+    pub hosts: Vec<u32>,
+    pub rate: Rate,
+    /// Default: the latency the topology gives the host's link.
+    pub latency: Option<Duration>,
 }
 
 impl Default for HostSpec {
     fn default() -> Self {
         HostSpec {
             queue: default_host_queue(),
+            links: Vec::new(),
         }
+    }
+}
+
+impl HostSpec {
+    /// Checks `links` against a network of `n_hosts` hosts.
+    fn validate_links(&self, n_hosts: u32) -> Result<(), String> {
+        let mut seen = vec![false; n_hosts as usize];
+        for (i, o) in self.links.iter().enumerate() {
+            if o.hosts.is_empty() {
+                return Err(format!("links[{i}].hosts: list at least one host"));
+            }
+            if o.rate.0 == 0 {
+                return Err(format!("links[{i}].rate: must be positive"));
+            }
+            for &h in &o.hosts {
+                let Some(slot) = seen.get_mut(h as usize) else {
+                    return Err(format!(
+                        "links[{i}].hosts: no host {h} (the topology has {n_hosts}, \
+                         numbered from 0)"
+                    ));
+                };
+                if std::mem::replace(slot, true) {
+                    return Err(format!("links[{i}].hosts: host {h} is listed twice"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Per host, the link it gets instead of the topology's, if any.
+    pub fn link_overrides(&self, n_hosts: u32) -> Vec<Option<(u64, Option<crate::units::Time>)>> {
+        let mut out = vec![None; n_hosts as usize];
+        for o in &self.links {
+            for &h in &o.hosts {
+                out[h as usize] = Some((o.rate.0, o.latency.map(|d| d.0)));
+            }
+        }
+        out
     }
 }
 
@@ -248,6 +301,9 @@ impl Scenario {
             .queue
             .validate()
             .map_err(|e| format!("host.queue: {e}"))?;
+        self.host
+            .validate_links(self.topology.n_hosts() as u32)
+            .map_err(|e| format!("host.{e}"))?;
         self.transport
             .validate()
             .map_err(|e| format!("transport.{e}"))?;

@@ -58,6 +58,7 @@ pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
             sw.load_balancing,
             Box::new(move || salts.random()),
         )
+        .with_host_links(scenario.host.link_overrides(n_hosts))
     })
 }
 
