@@ -53,8 +53,9 @@ pub struct EqdsSettings {
     pub overhead: u32,
     pub window_packets: u32,
     /// Set when `window` is not given and the hosts' NICs differ: the longest loaded
-    /// RTT (`Network::loaded_rtt`), from which each tunnel's window is sized at the slower of its two hosts'
-    /// rates (`window_packets` is then the fastest host's, for the receivers).
+    /// RTT (`Network::loaded_rtt`), from which each tunnel's window is sized at the
+    /// slower of its two hosts' rates (`window_packets` is then the fastest host's,
+    /// for the receivers).
     pub tunnel_rtt: Option<Time>,
     /// Packets an idle tunnel sends unasked; `None`: as the mode says.
     pub initial_window_packets: Option<u32>,

@@ -19,6 +19,14 @@ pub struct LinkSpec {
     pub latency: crate::units::Time,
 }
 
+/// A host's own link, replacing the one its topology gives it (`[host] links`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostLinkOverride {
+    pub rate_bps: u64,
+    /// `None` keeps the topology's latency.
+    pub latency: Option<crate::units::Time>,
+}
+
 /// All ports and switches of a run, in arenas. Host `h`'s NIC is port `h`.
 pub struct Network {
     pub ports: Vec<Port>,
@@ -137,7 +145,7 @@ pub struct NetworkBuilder {
     next_salt: Box<dyn FnMut() -> u32>,
     /// Per host, the rate (and latency, if given) its link has instead of the one
     /// the topology builder asks for (`[host] links`).
-    host_links: Vec<Option<(u64, Option<crate::units::Time>)>>,
+    host_links: Vec<Option<HostLinkOverride>>,
 }
 
 const UNCONNECTED: Node = Node::Host(u32::MAX);
@@ -245,12 +253,9 @@ impl NetworkBuilder {
     }
 
     /// Connects port `a` and port `b` with a full-duplex link.
-    /// Gives hosts links of their own (`overrides[h]`: rate and optional latency),
-    /// whatever the topology builder asks for theirs.
-    pub fn with_host_links(
-        mut self,
-        overrides: Vec<Option<(u64, Option<crate::units::Time>)>>,
-    ) -> Self {
+    /// Gives hosts links of their own (`overrides[h]`), whatever the topology
+    /// builder asks for theirs.
+    pub fn with_host_links(mut self, overrides: Vec<Option<HostLinkOverride>>) -> Self {
         self.host_links = overrides;
         self
     }
@@ -272,10 +277,9 @@ impl NetworkBuilder {
             (Node::Host(h), _) | (_, Node::Host(h)) => Some(h),
             _ => None,
         };
-        if let Some(&Some((rate_bps, latency))) = host.and_then(|h| self.host_links.get(h as usize))
-        {
-            spec.rate_bps = rate_bps;
-            spec.latency = latency.unwrap_or(spec.latency);
+        if let Some(&Some(o)) = host.and_then(|h| self.host_links.get(h as usize)) {
+            spec.rate_bps = o.rate_bps;
+            spec.latency = o.latency.unwrap_or(spec.latency);
         }
         let latency_to = |n: Node| {
             spec.latency

@@ -16,6 +16,7 @@ pub use transport::{Protocol, TransportSpec};
 use crate::net::queue::QueueSpec;
 use crate::net::switch::LoadBalancing;
 use crate::net::topology::TopologySpec;
+use crate::net::HostLinkOverride;
 use crate::units::value::{Duration, Rate};
 use crate::workload::WorkloadSpec;
 use serde::Deserialize;
@@ -105,13 +106,13 @@ pub struct HostSpec {
     /// Hosts whose link (both directions) runs at another rate or latency than the
     /// topology gives them: testbeds mix NIC speeds within a rack.
     #[serde(default)]
-    pub links: Vec<HostLinkOverride>,
+    pub links: Vec<HostLinks>,
 }
 
 /// One entry of `[host] links`.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct HostLinkOverride {
+pub struct HostLinks {
     pub hosts: Vec<u32>,
     pub rate: Rate,
     /// Default: the latency the topology gives the host's link.
@@ -154,11 +155,14 @@ impl HostSpec {
     }
 
     /// Per host, the link it gets instead of the topology's, if any.
-    pub fn link_overrides(&self, n_hosts: u32) -> Vec<Option<(u64, Option<crate::units::Time>)>> {
+    pub fn link_overrides(&self, n_hosts: u32) -> Vec<Option<HostLinkOverride>> {
         let mut out = vec![None; n_hosts as usize];
         for o in &self.links {
             for &h in &o.hosts {
-                out[h as usize] = Some((o.rate.0, o.latency.map(|d| d.0)));
+                out[h as usize] = Some(HostLinkOverride {
+                    rate_bps: o.rate.0,
+                    latency: o.latency.map(|d| d.0),
+                });
             }
         }
         out
