@@ -820,3 +820,34 @@ fn the_default_window_covers_the_credit_loop_of_a_loaded_fabric() {
     let (idle_bdp, _) = permutation_both_ways("window = 7");
     assert!(idle_bdp.iter().all(|&f| f < 0.8), "{idle_bdp:?}");
 }
+
+#[test]
+fn a_host_slowed_by_a_link_override_gets_tunnels_sized_for_it() {
+    // One client at 10 Gbps among 25 Gbps hosts ([host] links): windows become per
+    // tunnel, and the 1 MB download to it runs at its 10 Gbps.
+    let network = two_racks_two_spines("25Gbps");
+    let text = format!(
+        r#"
+        {network}
+        [host]
+        links = [{{ hosts = [3], rate = "10Gbps" }}]
+        [transport]
+        protocol = "cubic"
+        mtu = 9000
+        min_rto = "1ms"
+        [eqds]
+        enabled = true
+        [workload]
+        kind = "flows"
+        flows = [{{ src = 0, dst = 3, size = "1MB" }}]
+        [stop]
+        time = "5ms"
+        "#
+    );
+    let (flows, _, sim) = common::run(&text);
+    let eqds = sim.eqds_summary().unwrap();
+    assert_eq!(eqds["per_tunnel_windows"], true, "{eqds}");
+    let fct = flows[0].fct().expect("the download completes") as f64;
+    // 1 MB at 10 Gbps takes 800 us of payload; at 25 Gbps it would take 320.
+    assert!((800e6..1000e6).contains(&fct), "FCT {fct} ps");
+}
