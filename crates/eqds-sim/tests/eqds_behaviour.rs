@@ -5,6 +5,7 @@
 mod common;
 
 use eqds_sim::flow::FlowRecord;
+use eqds_sim::ids::Node;
 use eqds_sim::output::{flow_throughput_bps, jain_index};
 use eqds_sim::sim::Simulation;
 use eqds_sim::units::{SEC, US};
@@ -850,4 +851,58 @@ fn a_host_slowed_by_a_link_override_gets_tunnels_sized_for_it() {
     let fct = flows[0].fct().expect("the download completes") as f64;
     // 1 MB at 10 Gbps takes 800 us of payload; at 25 Gbps it would take 320.
     assert!((800e6..1000e6).contains(&fct), "FCT {fct} ps");
+}
+
+/// 32 Cubic senders into one receiver over EQDS in RTS mode, on a single switch
+/// with one deep drop-tail queue per port and no priority classes (a legacy
+/// network such as EC2's); returns the receiver downlink's largest backlog in
+/// packets and the packets it dropped.
+fn rts_incast_on_a_deep_fifo(pace_control: bool) -> (u64, u64) {
+    let text = format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 33
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "drop_tail", limit_packets = 2000 }}
+        [transport]
+        protocol = "cubic"
+        sack = true
+        [eqds]
+        enabled = true
+        mode = "rts"
+        pace_control = {pace_control}
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = 32
+        start_spread = "10us"
+        [stop]
+        time = "20ms"
+        "#
+    );
+    let (_, _, sim) = common::run(&text);
+    let net = sim.network();
+    let down = net
+        .ports
+        .iter()
+        .filter(|p| p.peer == Node::Host(0))
+        .max_by_key(|p| p.stats.max_backlog_bytes)
+        .expect("the receiver has a downlink");
+    (down.stats.max_backlog_bytes / 1500, down.stats.drops)
+}
+
+#[test]
+fn pull_pacing_leaves_room_for_the_control_packets_a_receiver_gets() {
+    // The receiver sends TCP's ACKs through its own tunnels; their EQDS ACKs and
+    // PULLs come back over the link its senders' data fills. Pacing PULLs at the
+    // full link rate regardless overloads the link by that control stream, which
+    // without trimming or priority grows the queue until it drops.
+    let (paced, paced_drops) = rts_incast_on_a_deep_fifo(true);
+    let (blind, blind_drops) = rts_incast_on_a_deep_fifo(false);
+    eprintln!("downlink peak: {paced} packets paced, {blind} ({blind_drops} drops) without");
+    assert_eq!(paced_drops, 0);
+    assert!(paced <= 64, "paced: peak backlog {paced} packets");
+    assert!(blind >= 4 * paced, "without: peak backlog {blind} packets");
 }

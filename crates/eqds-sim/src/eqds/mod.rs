@@ -74,6 +74,8 @@ pub struct EqdsSettings {
     pub ack_coalesce: u32,
     pub ack_delay: Time,
     pub pull_permille: u32,
+    /// Arriving control packets delay the next PULL (`Receiver::charge_unpulled`).
+    pub pace_control: bool,
     pub reorder_window: u32,
     pub reorder_timeout: Time,
     /// Keep per-path statistics in every tunnel (for `paths.csv`).
@@ -127,6 +129,7 @@ impl EqdsSettings {
             ack_coalesce: spec.ack_coalesce,
             ack_delay: spec.ack_delay.0,
             pull_permille: (spec.pull_rate * 1000.0).round().max(1.0) as u32,
+            pace_control: spec.pace_control,
             // A hole lasts about one RTT (NACK, then the resend goes first), in which
             // about a window of later packets arrives: twice the window holds them.
             reorder_window: spec.reorder_window.unwrap_or(4 * window_packets),

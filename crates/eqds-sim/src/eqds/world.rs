@@ -161,6 +161,10 @@ impl World {
                 }
             }
             Ok((Header::Control(hdr), _)) => {
+                if eqds.settings.pace_control {
+                    // It took the link's time without a PULL asking for it.
+                    h.rx.credit_mut().charge_unpulled(pkt.size);
+                }
                 h.tx.handle_control(now, pkt.src, &hdr);
                 self.pkts.free(id);
                 while let Some(acked) = h.tx.poll_acked() {

@@ -99,6 +99,15 @@ pub struct EqdsSpec {
     /// PULL rate as a fraction of the receiver's link rate (default 1.0).
     #[serde(default = "default_pull_rate")]
     pub pull_rate: f64,
+    /// PULL pacing makes room on a receiver's access link for the control packets
+    /// arriving on it for the host's own sending (ACKs, NACKs and PULLs of its
+    /// tunnels): each delays the next PULL by its time on the link (default true, as
+    /// eqdsd's `pace_control`). Without it, a host that receives while it also
+    /// sends (TCP's ACKs, above all) has its link overloaded by that control
+    /// stream: a few per cent at a 1500-byte MTU, which trimming turns into trims
+    /// and a drop-tail network into a queue that grows until it drops.
+    #[serde(default = "yes")]
+    pub pace_control: bool,
     /// Reorder queue span per tunnel, in packets (default: four times the window).
     pub reorder_window: Option<u32>,
     /// How long a hole may hold the reorder queue back before it is skipped
