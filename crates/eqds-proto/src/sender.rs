@@ -96,7 +96,8 @@
 //! taken for lost once a packet sent sufficiently later has been ACKed, as RACK does
 //! for TCP: on a network that does not trim, a loss then costs about a round trip
 //! instead of an RTO. A tunnel with backlog, not enough credit and nothing in flight that has heard nothing
-//! for `credit_loss_timeout` sends an RTS (item 27, Q11); the receiver answers an RTS
+//! for `credit_loss_timeout`, and past the busy time its receiver last advertised, sends
+//! an RTS (item 27, Q11); the receiver answers an RTS
 //! at once with its current pull number, which repairs a lost final PULL.
 //!
 //! # Tunnel lifecycle
@@ -652,7 +653,7 @@ impl<P: Clone> Sender<P> {
                     .map(|p| p.sent_at + t.rtt.rto(self.config.rto));
                 let stall = t
                     .stalled()
-                    .then(|| t.quiet_since + self.config.credit_loss_timeout);
+                    .then(|| t.credit_loss_deadline(self.config.credit_loss_timeout));
                 [rto, stall]
             })
             .flatten()
@@ -673,7 +674,7 @@ impl<P: Clone> Sender<P> {
                 move_to_retransmit(t, pkt);
             }
             t.expire_strays(now, rto);
-            if t.stalled() && t.quiet_since + cfg.credit_loss_timeout <= now {
+            if t.stalled() && t.credit_loss_deadline(cfg.credit_loss_timeout) <= now {
                 t.rts_pending = true;
                 t.stats.credit_loss_rts += 1;
             }

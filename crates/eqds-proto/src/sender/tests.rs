@@ -599,6 +599,29 @@ fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
 }
 
 #[test]
+fn a_busy_receiver_gets_its_busy_time_before_a_stalled_tunnel_asks_again() {
+    let mut s = loaded(Mode::Rts, 3);
+    drain(&mut s, 0);
+    // One packet paid for and ACKed by a receiver busy for 5 ms more (ns): its
+    // next PULL to us may take that long in a large incast.
+    s.handle_control(10, 1, &pull(1));
+    drain(&mut s, 10);
+    let busy_ns = 5_000_000;
+    s.handle_control(20, 1, &control(ControlKind::Ack, 0, 1, busy_ns));
+    let busy_until = 20 + Time::from(busy_ns) * 1_000;
+    assert!(busy_until > 20 + 2 * RTO);
+    assert_eq!(s.poll_timeout(), Some(busy_until));
+    s.handle_timeout(20 + 2 * RTO);
+    assert!(drain(&mut s, 20 + 2 * RTO).is_empty(), "no RTS while busy");
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 0);
+    // The busy time has passed without a PULL: the credit is taken for lost.
+    s.handle_timeout(busy_until);
+    let tx = drain(&mut s, busy_until);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 1);
+}
+
+#[test]
 fn trimmed_tail_asks_for_credit_at_once() {
     // Two packets are paid for by the two PULLs their RTS asked for; both are
     // trimmed. Their headers carried a target the receiver had already met, so it

@@ -371,6 +371,16 @@ impl<P> Tunnel<P> {
             && !self.rts_pending
     }
 
+    /// When a stalled tunnel stops waiting for a PULL and sends an RTS: `timeout`
+    /// after it last heard from its receiver, and not before the busy time that
+    /// receiver last advertised has run out. A busy receiver serves its senders in
+    /// turn, so a PULL owed to this tunnel may come as late as that; in an incast of
+    /// several hundred senders one round of PULLs outlasts a millisecond, and a
+    /// timer blind to it sends an RTS on every round.
+    pub(super) fn credit_loss_deadline(&self, timeout: Time) -> Time {
+        (self.quiet_since + timeout).max(self.busy_until)
+    }
+
     /// The pull target to advertise now; see the `sender` module doc for why the window
     /// caps the backlog rather than the difference, and for the lookahead.
     pub(super) fn pull_target(&self, cfg: &SenderConfig) -> u32 {
