@@ -150,3 +150,16 @@ def test_appb_eqif_buffer_runs_through_eqds_lab_quick(tmp_path):
     assert all(share[p]["30"] > 0.95 for p in ("newreno", "cubic", "dctcp")), share
     assert share["newreno"]["4"] < share["cubic"]["4"], share
     assert (tmp_path / "eqif-buffer.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_fig15_runs_through_eqds_lab_quick(tmp_path):
+    """A short instance of experiments/fig15-ec2-incast: with deep buffers the
+    baseline's ping waits milliseconds behind the incast; over EQDS in RTS mode every
+    flow gets its share and the ping finds the network's queue short."""
+    run_quick("fig15-ec2-incast", tmp_path)
+    seen = json.loads((tmp_path / "result.json").read_text())["also_measured"]
+    tcp, rts = seen["TCP"], seen["TCP over EQDS, RTS mode"]
+    assert tcp["ping_rise_us"] > 1000, seen
+    assert rts["jain"] > 0.99 and rts["ping_rise_us"] < 50, seen
+    assert (tmp_path / "fig15.png").read_bytes()[:8] == PNG_MAGIC
+    assert (tmp_path / "fig16.png").read_bytes()[:8] == PNG_MAGIC

@@ -34,10 +34,12 @@ def cdf(
     xlabel: str,
     title: str = "",
     xlim: tuple[float, float] | None = None,
+    logx: bool = False,
 ) -> Path:
     """Empirical CDF of each labelled sample (e.g. per-flow throughput or FCT).
-    `xlim` zooms the plot (a few outliers would otherwise squash the rest); the CSV
-    always holds every point."""
+    `xlim` zooms the plot (a few outliers would otherwise squash the rest); `logx`
+    shows samples that differ by orders of magnitude (microseconds against
+    milliseconds); the CSV always holds every point."""
     fig, ax = plt.subplots(figsize=(6, 3.6))
     rows = []
     for label, values in series.items():
@@ -48,6 +50,8 @@ def cdf(
     ax.set_xlabel(xlabel)
     ax.set_ylabel("CDF")
     ax.set_ylim(0, 1.01)
+    if logx:
+        ax.set_xscale("log")
     if xlim is not None:
         ax.set_xlim(*xlim)
     ax.set_title(title)
