@@ -140,8 +140,12 @@ def main() -> int:
                 f"{stats['TCP over EQDS, RTS mode, idle']['median_us']} us idle against "
                 f"{stats['TCP, idle']['median_us']}, and "
                 f"{rises['TCP over EQDS, RTS mode']} us more when busy: the request-to-send's "
-                "round trip, then the ping's wait behind the nine tunnels' data in host 0's "
-                "downlink queue, which without trimming only the tunnels' windows bound."
+                "round trip, then the ping's turn among the nine senders. The receiver's "
+                "PULLs leave room on its link for the control packets it gets for its own "
+                "sending (the ACKs and PULLs of the tunnels that carry TCP's ACKs back), "
+                "so pulled data does not queue up behind them; before that pacing (eqds "
+                "pace_control) the queue grew until the windows stopped it, and the rise "
+                "was 102.7 us."
             ),
             (
                 "The paper does not give its ping interval (ping's default is one second; "
