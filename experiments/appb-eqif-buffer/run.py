@@ -14,8 +14,8 @@ Usage: python3 experiments/appb-eqif-buffer/run.py [--quick] [--results DIR] [--
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
-from eqds_lab.experiment import parse_args
+from eqds_lab import Quantity, load_flows, write_result
+from eqds_lab.experiment import parse_args, run_case
 from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
@@ -39,20 +39,13 @@ def main() -> int:
     runs: dict[str, dict[int, tuple[float, float]]] = {p: {} for p in PROTOCOLS}
     for protocol in PROTOCOLS:
         for packets in BUFFERS:
-            sweep = Sweep(
-                scenario=HERE / "scenario.toml",
-                seeds=[1],
-                out=args.results
-                / ("runs-quick" if args.quick else "runs")
-                / f"{protocol}-{packets}",
-                grid={},
-                fixed={"transport.protocol": protocol, "eqds.send_queue": packets}
+            sweep = run_case(
+                args,
+                HERE / "scenario.toml",
+                f"{protocol}-{packets}",
+                {"transport.protocol": protocol, "eqds.send_queue": packets}
                 | (QUICK if args.quick else {}),
             )
-            if any(
-                o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)
-            ):
-                return 1
             flow = load_flows(sweep).row(0, named=True)
             fraction = flow["mean_throughput_bps"] / (LINK_BPS * PAYLOAD_SHARE)
             runs[protocol][packets] = (

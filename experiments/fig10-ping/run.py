@@ -14,8 +14,8 @@ Usage: python3 experiments/fig10-ping/run.py [--quick] [--results DIR] [--ray AD
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, ping_rtts, run_sweep, write_result
-from eqds_lab.experiment import EQDS_NDP_JUMBO, EQDS_RTS, parse_args
+from eqds_lab import Quantity, load_flows, ping_rtts, write_result
+from eqds_lab.experiment import EQDS_NDP_JUMBO, EQDS_RTS, parse_args, run_case
 from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import cdf
 
@@ -42,19 +42,13 @@ def main() -> int:
     lost: dict[str, int] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):
         for state, extra in (("busy", {}), ("idle", IDLE)):
-            sweep = Sweep(
-                scenario=HERE / "scenario.toml",
+            sweep = run_case(
+                args,
+                HERE / "scenario.toml",
+                f"config{i}-{state}",
+                overrides | extra | (QUICK if args.quick else {}),
                 seeds=[1] if args.quick else [1, 2, 3],
-                out=args.results
-                / ("runs-quick" if args.quick else "runs")
-                / f"config{i}-{state}",
-                grid={},
-                fixed=dict(overrides) | extra | (QUICK if args.quick else {}),
             )
-            if any(
-                o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)
-            ):
-                return 1
             pings = ping_rtts(load_flows(sweep), PING, PINGER, by=["seed"])
             key = f"{label}, {state}"
             rtts[key] = sorted(x / 1e6 for x in pings["rtt_ps"].drop_nulls())

@@ -13,8 +13,8 @@ Usage: python3 experiments/fig14-incast/run.py [--quick] [--results DIR] [--ray 
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
-from eqds_lab.experiment import jain, parse_args
+from eqds_lab import Quantity, load_flows, write_result
+from eqds_lab.experiment import jain, parse_args, run_case
 from eqds_lab.plots import cdf
 
 HERE = Path(__file__).resolve().parent
@@ -47,16 +47,8 @@ def main() -> int:
 
     rates: dict[str, list[float]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):
-        sweep = Sweep(
-            scenario=HERE / "scenario.toml",
-            seeds=[1],
-            out=args.results / ("runs-quick" if args.quick else "runs") / f"config{i}",
-            grid={},
-            fixed=dict(overrides) | (QUICK if args.quick else {}),
-        )
-        if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
-            return 1
-        flows = load_flows(sweep)
+        fixed = overrides | (QUICK if args.quick else {})
+        flows = load_flows(run_case(args, HERE / "scenario.toml", f"config{i}", fixed))
         rates[label] = sorted(flows["mean_throughput_bps"].to_list())
 
     args.results.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,8 @@ Usage: python3 experiments/fig15-ec2-incast/run.py [--quick] [--results DIR] [--
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, ping_rtts, run_sweep, write_result
-from eqds_lab.experiment import jain, parse_args
+from eqds_lab import Quantity, load_flows, ping_rtts, write_result
+from eqds_lab.experiment import jain, parse_args, run_case
 from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import cdf
 
@@ -53,18 +53,9 @@ def run(
 ) -> tuple[list[float], list[float]]:
     """Per-flow incast throughputs (b/s) and ping round trips (us) of one run."""
     overrides = CONFIGS[label] | extra | (QUICK if args.quick else {})
-    sweep = Sweep(
-        scenario=HERE / "scenario.toml",
-        seeds=[1],
-        out=args.results
-        / ("runs-quick" if args.quick else "runs")
-        / f"config{i}-{state}",
-        grid={},
-        fixed=overrides,
+    flows = load_flows(
+        run_case(args, HERE / "scenario.toml", f"config{i}-{state}", overrides)
     )
-    if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
-        raise SystemExit(1)
-    flows = load_flows(sweep)
     incast = flows.filter(flows["workload"] == INCAST)
     rates = sorted(incast["mean_throughput_bps"].drop_nulls().to_list())
     pings = ping_rtts(flows, PING, PINGER, by=["seed"])

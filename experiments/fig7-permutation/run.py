@@ -16,13 +16,11 @@ from pathlib import Path
 
 from eqds_lab import (
     Quantity,
-    Sweep,
     load_flows,
     load_summaries,
-    run_sweep,
     write_result,
 )
-from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, parse_args
+from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, parse_args, run_case
 from eqds_lab.plots import cdf
 
 HERE = Path(__file__).resolve().parent
@@ -56,15 +54,13 @@ def main() -> int:
     resent: dict[str, int] = {}
     windows: dict[str, list[int]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):
-        sweep = Sweep(
-            scenario=HERE / "scenario.toml",
-            seeds=[1, 2] if args.quick else list(range(1, 11)),
-            out=args.results / ("runs-quick" if args.quick else "runs") / f"config{i}",
-            grid={},
-            fixed=dict(overrides) | (QUICK if args.quick else {}),
+        sweep = run_case(
+            args,
+            HERE / "scenario.toml",
+            f"config{i}",
+            overrides | (QUICK if args.quick else {}),
+            seeds=[1, 2] if args.quick else range(1, 11),
         )
-        if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
-            return 1
         flows = load_flows(sweep)
         gbps[label] = sorted(x / 1e9 for x in flows["mean_throughput_bps"].to_list())
         resent[label] = int(flows["retransmits"].sum())

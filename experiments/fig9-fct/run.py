@@ -13,8 +13,14 @@ Usage: python3 experiments/fig9-fct/run.py [--quick] [--results DIR] [--ray ADDR
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
-from eqds_lab.experiment import EQDS_NDP_JUMBO, EQDS_RTS, HTSIM_TCP, parse_args
+from eqds_lab import Quantity, load_flows, write_result
+from eqds_lab.experiment import (
+    EQDS_NDP_JUMBO,
+    EQDS_RTS,
+    HTSIM_TCP,
+    parse_args,
+    run_case,
+)
 from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import cdf
 
@@ -56,15 +62,13 @@ def main() -> int:
     #: FCTs (us) of the flows alone at their server and of those sharing it.
     by_server: dict[str, tuple[list[float], list[float]]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):
-        sweep = Sweep(
-            scenario=HERE / "scenario.toml",
+        sweep = run_case(
+            args,
+            HERE / "scenario.toml",
+            f"config{i}",
+            overrides | (QUICK if args.quick else {}),
             seeds=[1] if args.quick else [1, 2, 3],
-            out=args.results / ("runs-quick" if args.quick else "runs") / f"config{i}",
-            grid={},
-            fixed=dict(overrides) | (QUICK if args.quick else {}),
         )
-        if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
-            return 1
         flows = load_flows(sweep).drop_nulls("fct_ps")
         fcts[label] = sorted(x / 1e6 for x in flows["fct_ps"].to_list())
         by_server[label] = split_by_server_sharing(flows)

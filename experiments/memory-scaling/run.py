@@ -16,8 +16,8 @@ import math
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_summaries, run_sweep, write_result
-from eqds_lab.experiment import parse_args
+from eqds_lab import Quantity, load_summaries, write_result
+from eqds_lab.experiment import parse_args, run_case
 from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
@@ -43,37 +43,19 @@ def clients(n: int) -> str:
 
 def main() -> int:
     args = parse_args(__doc__, HERE, quick="1, 16 and 256 receivers")
-    runs_dir = args.results / ("runs-quick" if args.quick else "runs")
     receivers = QUICK_RECEIVERS if args.quick else RECEIVERS
 
     #: Per configuration and receiver count: the host's peak in flight, in packets.
     peak: dict[str, dict[int, float]] = {label: {} for label in CONFIGS}
     for i, (label, overrides) in enumerate(CONFIGS.items()):
         for n in receivers:
-            sweep = Sweep(
-                scenario=HERE / "scenario.toml",
-                seeds=[1],
-                out=runs_dir / f"config{i}-{n}",
-                grid={},
-                fixed={"workload.client_hosts": clients(n)} | overrides,
-            )
-            if any(
-                o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)
-            ):
-                return 1
+            fixed = {"workload.client_hosts": clients(n)} | overrides
+            sweep = run_case(args, HERE / "scenario.toml", f"config{i}-{n}", fixed)
             bytes_ = load_summaries(sweep)["eqds_peak_in_flight_bytes_per_host"][0]
             peak[label][n] = round(bytes_ / MTU, 1)
             print(f"{label}, {n} receivers: peak {peak[label][n]} packets in flight")
 
-    permutation = Sweep(
-        scenario=PERMUTATION,
-        seeds=[1],
-        out=runs_dir / "permutation-k8",
-        grid={},
-        fixed={"topology.k": 8},
-    )
-    if any(o.status == "failed" for o in run_sweep(permutation, ray_address=args.ray)):
-        return 1
+    permutation = run_case(args, PERMUTATION, "permutation-k8", {"topology.k": 8})
     reorder = load_summaries(permutation).row(0, named=True)
 
     args.results.mkdir(parents=True, exist_ok=True)

@@ -11,11 +11,11 @@ receiver's 10 Gbps link plus one base RTT. result.json checks NDP against that i
 Usage: python3 experiments/ndp-incast/run.py [--quick] [--results DIR] [--ray ADDR]
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
+from eqds_lab import Quantity, load_flows, write_result
+from eqds_lab.experiment import parse_args, run_case
 
 HERE = Path(__file__).resolve().parent
 SIZE = 256 * 1024
@@ -64,29 +64,19 @@ def ideal(n: int) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="N in 8, 64, 256 only")
-    ap.add_argument(
-        "--results", type=Path, default=HERE, help="where result.json and plots go"
-    )
-    ap.add_argument(
-        "--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)"
-    )
-    args = ap.parse_args()
+    args = parse_args(__doc__, HERE, quick="N in 8, 64, 256 only")
     senders = QUICK_SENDERS if args.quick else SENDERS
 
     completion: dict[str, dict[int, float]] = {}
     unfinished_flows: dict[str, dict[int, int]] = {}
     for i, (label, overrides) in enumerate(CONFIGS.items()):
-        sweep = Sweep(
-            scenario=HERE / "scenario.toml",
-            seeds=[1],
-            out=args.results / ("runs-quick" if args.quick else "runs") / f"config{i}",
+        sweep = run_case(
+            args,
+            HERE / "scenario.toml",
+            f"config{i}",
+            overrides,
             grid={"workload.senders": senders},
-            fixed=dict(overrides),
         )
-        if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
-            return 1
         flows = load_flows(sweep)
         by_n, stuck = {}, {}
         for (n,), group in flows.group_by("workload.senders"):

@@ -16,13 +16,11 @@ from pathlib import Path
 
 from eqds_lab import (
     Quantity,
-    Sweep,
     load_flows,
     load_summaries,
-    run_sweep,
     write_result,
 )
-from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, HTSIM_TCP, parse_args
+from eqds_lab.experiment import EQDS_NDP, EQDS_RTS, HTSIM_TCP, parse_args, run_case
 from eqds_lab.experiment import percentile as pct
 from eqds_lab.plots import save
 
@@ -57,17 +55,13 @@ def main() -> int:
     for i, (label, overrides) in enumerate(CONFIGS.items()):
         fct[label], losses[label], eqds_rtos[label] = {}, {}, {}
         for n, hosts in CLIENTS.items():
-            sweep = Sweep(
-                scenario=HERE / "scenario.toml",
+            sweep = run_case(
+                args,
+                HERE / "scenario.toml",
+                f"config{i}-clients{n}",
+                overrides | {"workload.client_hosts": hosts},
                 seeds=[1, 2],
-                out=args.results / "runs" / f"config{i}-clients{n}",
-                grid={},
-                fixed=dict(overrides) | {"workload.client_hosts": hosts},
             )
-            if any(
-                o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)
-            ):
-                return 1
             done = load_flows(sweep).drop_nulls("fct_ps")
             us = [x / 1e6 for x in done["fct_ps"]]
             fct[label][n] = (pct(us, 0.5), pct(us, 0.99))

@@ -16,8 +16,8 @@ Usage: python3 experiments/sharing/run.py [--results DIR] [--ray ADDR]
 import sys
 from pathlib import Path
 
-from eqds_lab import Quantity, Sweep, load_flows, run_sweep, write_result
-from eqds_lab.experiment import jain, parse_args
+from eqds_lab import Quantity, load_flows, write_result
+from eqds_lab.experiment import jain, parse_args, run_case
 from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
@@ -39,16 +39,8 @@ def main() -> int:
 
     shares: dict[tuple[str, bool], list[tuple[str, float]]] = {}
     for (setup, eqds), (scenario, overrides) in RUNS.items():
-        sweep = Sweep(
-            scenario=HERE / scenario,
-            seeds=[1],
-            out=args.results / "runs" / f"{setup}-{'eqds' if eqds else 'plain'}",
-            grid={},
-            fixed=dict(overrides),
-        )
-        if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
-            return 1
-        flows = load_flows(sweep).sort("id")
+        name = f"{setup}-{'eqds' if eqds else 'plain'}"
+        flows = load_flows(run_case(args, HERE / scenario, name, overrides)).sort("id")
         shares[(setup, eqds)] = list(
             zip(flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list())
         )

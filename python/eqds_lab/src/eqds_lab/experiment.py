@@ -4,8 +4,10 @@ statistics they report and the overrides that put a scenario's TCP over EQDS."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from .sweep import Sweep, run_sweep
 
 #: TCP over EQDS in NDP mode: every host tunnels through EQDS, switches trim
 #: (15-packet data queues) and spray.
@@ -56,6 +58,32 @@ def parse_args(doc: str, here: Path, quick: str | None = None) -> argparse.Names
     ap.add_argument("--results", type=Path, default=here, help="where result.json and plots go")
     ap.add_argument("--ray", metavar="ADDRESS", help="run on Ray ('local' or a cluster address)")
     return ap.parse_args()
+
+
+def run_case(
+    args: argparse.Namespace,
+    scenario: Path,
+    name: str,
+    fixed: Mapping[str, object],
+    *,
+    seeds: Sequence[int] = (1,),
+    grid: Mapping[str, Sequence[object]] | None = None,
+) -> Sweep:
+    """Runs one case of an experiment: `scenario` with the `fixed` overrides for each
+    seed (and each point of `grid`) into `runs/<name>` below the results folder
+    (`runs-quick/<name>` under --quick, so a quick run never reuses a full one).
+    Exits with status 1 if any run failed."""
+    quick = getattr(args, "quick", False)
+    sweep = Sweep(
+        scenario=scenario,
+        seeds=list(seeds),
+        out=args.results / ("runs-quick" if quick else "runs") / name,
+        grid=dict(grid or {}),
+        fixed=dict(fixed),
+    )
+    if any(o.status == "failed" for o in run_sweep(sweep, ray_address=args.ray)):
+        raise SystemExit(1)
+    return sweep
 
 
 def jain(xs: Sequence[float]) -> float:
