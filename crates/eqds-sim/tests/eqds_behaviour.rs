@@ -906,3 +906,39 @@ fn pull_pacing_leaves_room_for_the_control_packets_a_receiver_gets() {
     assert!(paced <= 64, "paced: peak backlog {paced} packets");
     assert!(blind >= 4 * paced, "without: peak backlog {blind} packets");
 }
+
+#[test]
+fn senders_waiting_their_turn_at_a_busy_receiver_do_not_take_it_for_lost_credit() {
+    // 128 native senders share one 10 Gbps receiver: each gets one PULL per round of
+    // about 128 x 1.2 us = 160 us, longer than the 100 us credit-loss timeout. The
+    // receiver's advertised busy time covers the round, so no tunnel asks again.
+    let text = r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 129
+        link = { rate = "10Gbps", latency = "1us" }
+        [switch]
+        queue = { kind = "drop_tail", limit_packets = 2000 }
+        [transport]
+        protocol = "eqds"
+        [eqds]
+        mode = "rts"
+        credit_loss_timeout = "100us"
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = 128
+        size = "200KB"
+        [stop]
+        when_flows_complete = true
+        time = "100ms"
+        "#;
+    let (flows, _, sim) = common::run(text);
+    assert!(
+        flows.iter().all(|f| f.end.is_some()),
+        "an incast flow stalled"
+    );
+    let tunnels = &sim.eqds_summary().unwrap()["tunnels"];
+    assert_eq!(tunnels["credit_loss_rts"], 0, "{tunnels}");
+    assert_eq!(tunnels["rto_expiries"], 0, "{tunnels}");
+}
