@@ -29,6 +29,9 @@ pub struct Cubic {
     min_rtt: f64,
     /// Early exit from slow start, if on (Linux's default).
     hystart: Option<HyStart>,
+    /// An ECN echo reduces the window once per window of data: not again until this
+    /// byte is acknowledged (RFC 3168's CWR).
+    cwr_until: u64,
 }
 
 impl Cubic {
@@ -43,6 +46,7 @@ impl Cubic {
             w_est: 0.0,
             min_rtt: f64::INFINITY,
             hystart: hystart.then(HyStart::default),
+            cwr_until: 0,
         }
     }
 
@@ -115,6 +119,17 @@ impl CongestionControl for Cubic {
         self.cwnd = ((next * self.mss) as u64).max(self.cwnd);
     }
 
+    /// A CE echo is taken as a loss would be, once per window (RFC 3168 §6.1.2;
+    /// Linux's Cubic enters CWR with the same multiplicative decrease).
+    fn on_ecn(&mut self, ack: &AckEvent) {
+        if ack.ce == 0 || ack.snd_una < self.cwr_until {
+            return;
+        }
+        self.reduce(ack.now);
+        self.cwnd = self.ssthresh;
+        self.cwr_until = ack.snd_nxt;
+    }
+
     fn on_loss(&mut self, now: Time, _flight: u64, _mss: u64) {
         self.reduce(now);
         self.cwnd = self.ssthresh;
@@ -169,5 +184,28 @@ mod tests {
         );
         let w = cc.window() as f64 / mss as f64;
         assert!((90.0..=101.0).contains(&w), "window {w} MSS after ~K");
+    }
+
+    #[test]
+    fn a_ce_echo_reduces_the_window_once_per_window() {
+        let mss = 1000;
+        let mut cc = Cubic::new(100 * mss, mss, false);
+        let echo = |snd_una, snd_nxt| AckEvent {
+            now: MS,
+            acked: mss,
+            ce: mss,
+            rtt: None,
+            snd_una,
+            snd_nxt,
+            mss,
+        };
+        cc.on_ecn(&echo(0, 100 * mss));
+        assert_eq!(cc.window(), 70 * mss);
+        // Echoes of the same window of data are the same congestion event.
+        cc.on_ecn(&echo(50 * mss, 170 * mss));
+        assert_eq!(cc.window(), 70 * mss);
+        // Data sent after the reduction is marked too: a new event.
+        cc.on_ecn(&echo(100 * mss, 170 * mss));
+        assert_eq!(cc.window(), 49 * mss);
     }
 }
