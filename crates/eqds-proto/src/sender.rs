@@ -136,12 +136,14 @@ use crate::wire::{epoch_of, seq_diff, seq_le, seq_lt, ControlHeader, ControlKind
 
 mod acks;
 mod config;
+mod ecn;
 mod spray;
 mod stats;
 mod transmit;
 mod tunnel;
 
 pub use config::{Mode, SenderConfig};
+pub use ecn::{Red, CERTAIN as ECN_CERTAIN};
 pub use stats::TunnelStats;
 
 use acks::{free_one, free_where};
@@ -212,6 +214,9 @@ pub struct Sender<P> {
     /// ACKed packets, handed back by [`Sender::poll_acked`].
     acked: VecDeque<Acked<P>>,
     rng: SplitMix64,
+    /// Draws for RED's marking ramp, apart from `rng` so that marking does not move
+    /// the epochs and path permutations of a seed.
+    ecn_rng: SplitMix64,
     /// Control packets ignored: wrong sender id or unknown source.
     ignored_control: u64,
     /// RST packets received (handled by the tunnel state machines, not here).
@@ -244,6 +249,7 @@ impl<P: Clone> Sender<P> {
             "the initial window must fit in the window"
         );
         let rng = SplitMix64(config.seed);
+        let ecn_rng = SplitMix64(config.seed ^ 0x5EC0_0ECE);
         Self {
             config,
             tunnels: Vec::new(),
@@ -251,6 +257,7 @@ impl<P: Clone> Sender<P> {
             ready: VecDeque::new(),
             acked: VecDeque::new(),
             rng,
+            ecn_rng,
             ignored_control: 0,
             rst_received: 0,
             in_flight_total: 0,
@@ -594,6 +601,17 @@ impl<P: Clone> Sender<P> {
         self.index
             .get(&dst)
             .map_or(0, |&i| self.tunnels[i].send_bytes)
+    }
+
+    /// Whether an ECN-capable packet about to join the send queue of the tunnel to
+    /// `dst` should carry CE, by [`SenderConfig::ecn`]'s RED on that queue as it
+    /// stands (item 44). Ask only for ECN-capable packets: each answer on RED's ramp
+    /// draws a random number.
+    pub fn mark_ce(&mut self, dst: PeerId) -> bool {
+        let Some(red) = self.config.ecn else {
+            return false;
+        };
+        red.decide(self.send_queue_bytes(dst), &mut self.ecn_rng)
     }
 
     /// Packets waiting in the send queue of the tunnel to `dst` (0 if there is no

@@ -159,6 +159,13 @@ fn each_mistake_is_named() {
         ("[stop]", "[eqds]\nenable = true\n[stop]", "enable"),
         (
             "[stop]",
+            "[eqds]\necn_threshold = 20\necn_max_threshold = 10\n[stop]",
+            "eqds.ecn_max_threshold",
+        ),
+        ("[stop]", "[eqds]\necn_max_p = 1.5\n[stop]", "eqds.ecn_max_p"),
+        ("[stop]", "[eqds]\necn_max_p = 0\n[stop]", "eqds.ecn_max_p"),
+        (
+            "[stop]",
             "[host]\nlinks = [{ hosts = [16], rate = \"1Gbps\" }]\n[stop]",
             "host.links[0].hosts: no host 16 (the topology has 16",
         ),

@@ -142,6 +142,9 @@ struct EqdsSection {
     timer_granularity_us: u64,
     #[serde(default = "default_ecn_threshold")]
     ecn_threshold: u32,
+    ecn_max_threshold: Option<u32>,
+    #[serde(default = "default_ecn_max_p")]
+    ecn_max_p: f64,
     #[serde(default = "default_rto_us")]
     rto_us: u64,
     #[serde(default = "default_reorder_timeout_us")]
@@ -187,6 +190,9 @@ fn default_timer_granularity_us() -> u64 {
 }
 fn default_ecn_threshold() -> u32 {
     25
+}
+fn default_ecn_max_p() -> f64 {
+    1.0
 }
 fn default_rto_us() -> u64 {
     2_000
@@ -358,8 +364,15 @@ pub struct Config {
     /// it go out together as one datagram (see `Engine::pump`), which saves a wakeup
     /// and a send per PULL at the price of bursts of a few packets.
     pub timer_granularity_us: u64,
-    /// Send-queue depth (packets) past which ECN-capable inner packets are CE-marked.
+    /// Send-queue depth (packets) from which ECN-capable inner packets may be
+    /// CE-marked (RED's lower threshold).
     pub ecn_threshold_packets: u32,
+    /// Depth from which every ECN-capable packet is marked; in between the
+    /// probability rises linearly to `ecn_max_p_ppm`. Equal to the lower
+    /// threshold: a step.
+    pub ecn_max_threshold_packets: u32,
+    /// Marking probability at the top of RED's ramp, in millionths.
+    pub ecn_max_p_ppm: u32,
     /// Retransmit timeout.
     pub rto_us: u64,
     /// Reorder hole timeout.
@@ -509,6 +522,19 @@ impl Config {
         if !(e.pacing > 0.0 && e.pacing <= 2.0) {
             return Err(invalid("eqds.pacing", "must be in (0, 2]"));
         }
+        let ecn_max = e.ecn_max_threshold.unwrap_or(e.ecn_threshold);
+        if ecn_max < e.ecn_threshold {
+            return Err(invalid(
+                "eqds.ecn_max_threshold",
+                format!(
+                    "{ecn_max} is below eqds.ecn_threshold ({})",
+                    e.ecn_threshold
+                ),
+            ));
+        }
+        if !(e.ecn_max_p > 0.0 && e.ecn_max_p <= 1.0) {
+            return Err(invalid("eqds.ecn_max_p", "must be in (0, 1]"));
+        }
         if !(1..=64).contains(&e.pull_burst) {
             return Err(invalid("eqds.pull_burst", "must be 1..=64"));
         }
@@ -648,6 +674,8 @@ impl Config {
             pull_burst: e.pull_burst,
             timer_granularity_us: e.timer_granularity_us,
             ecn_threshold_packets: e.ecn_threshold,
+            ecn_max_threshold_packets: ecn_max,
+            ecn_max_p_ppm: (e.ecn_max_p * 1e6).round() as u32,
             rto_us: e.rto_us,
             reorder_timeout_us: e.reorder_timeout_us,
             ack_coalesce: e.ack_coalesce,

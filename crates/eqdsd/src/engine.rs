@@ -22,7 +22,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::receiver::ReceiverConfig;
 use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{EnqueueError, PeerId, Sender, SenderConfig};
+use eqds_proto::sender::{EnqueueError, PeerId, Red, Sender, SenderConfig};
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::tunnel::RxConfig;
 use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEADER_LEN};
@@ -106,7 +106,6 @@ pub struct Engine {
     to_native: VecDeque<(BufId, Ipv4Addr)>,
     native_enabled: bool,
     inner_mtu: usize,
-    ecn_threshold_bytes: u64,
     /// Queue pure TCP ACKs ahead of the data waiting for the same peer.
     acks_first: bool,
     /// Bytes a control datagram takes on the link beyond its payload (outer IPv4 and
@@ -146,6 +145,11 @@ impl Engine {
             path_stats: config.path_stats,
             path_avoidance: config.path_avoidance_us * PS_PER_US,
             loss_reorder_window: config.loss_reorder_window_us * PS_PER_US,
+            ecn: Some(Red {
+                min_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
+                max_bytes: u64::from(config.ecn_max_threshold_packets) * u64::from(charged_mtu),
+                max_p_ppm: config.ecn_max_p_ppm,
+            }),
         });
         // Per-tunnel reorder span. Without trimming a loss is found only by the RTO
         // (and its credit by the credit-loss timeout), and the sender keeps sending
@@ -189,7 +193,6 @@ impl Engine {
             to_native: VecDeque::new(),
             native_enabled: config.native_socket.is_some(),
             inner_mtu: config.inner_mtu() as usize,
-            ecn_threshold_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
             acks_first: config.acks_first,
             control_link_overhead: config.pace_control.then_some(20 + 8 + config.link_overhead),
             path_bytes: vec![0; usize::from(config.paths)],
@@ -280,16 +283,20 @@ impl Engine {
             }
         };
         let v6 = proto == NextProto::Ipv6;
-        if self.tx.send_queue_bytes(peer) >= self.ecn_threshold_bytes {
+        let pkt = self.pool.inner(id);
+        let ect = if v6 {
+            ipv6::is_ect(pkt)
+        } else {
+            ipv4::is_ect(pkt)
+        };
+        if ect && self.tx.mark_ce(peer) {
             let pkt = self.pool.inner_mut(id);
-            let marked = if v6 {
-                ipv6::mark_ce(pkt)
+            if v6 {
+                ipv6::mark_ce(pkt);
             } else {
-                ipv4::mark_ce(pkt)
-            };
-            if marked {
-                self.counters.ecn_marked += 1;
+                ipv4::mark_ce(pkt);
             }
+            self.counters.ecn_marked += 1;
         }
         let pure_ack = self.acks_first && {
             let pkt = self.pool.inner(id);

@@ -61,11 +61,16 @@ pub fn is_pure_tcp_ack(pkt: &[u8]) -> bool {
     pkt.get(ihl..).is_some_and(crate::tcp::is_pure_ack)
 }
 
+/// Whether the packet is ECN-capable and not yet marked: ECT(0) or ECT(1).
+pub fn is_ect(pkt: &[u8]) -> bool {
+    pkt.len() >= 20 && matches!(pkt[1] & 0x03, 1 | 2)
+}
+
 /// Sets the ECN field of an ECN-capable packet to CE, updating the header checksum
 /// incrementally (RFC 1624). Returns false, changing nothing, for a packet that is
 /// not ECN-capable (or already CE).
 pub fn mark_ce(pkt: &mut [u8]) -> bool {
-    if pkt.len() < 20 || !matches!(pkt[1] & 0x03, 1 | 2) {
+    if !is_ect(pkt) {
         return false;
     }
     let old = u16::from_be_bytes([pkt[0], pkt[1]]);

@@ -68,12 +68,17 @@ pub fn is_pure_tcp_ack(pkt: &[u8]) -> bool {
         && crate::tcp::is_pure_ack(&pkt[HEADER_LEN..])
 }
 
+/// Whether the packet is ECN-capable and not yet marked: ECT(0) or ECT(1).
+pub fn is_ect(pkt: &[u8]) -> bool {
+    pkt.len() >= HEADER_LEN && matches!((pkt[1] >> 4) & 0x03, 1 | 2)
+}
+
 /// Sets the ECN field of an ECN-capable packet to CE. IPv6 has no header checksum,
 /// and the traffic class is in no upper-layer pseudo-header, so nothing else changes.
 /// Returns false, changing nothing, for a packet that is not ECN-capable (or already
 /// CE) or too short to hold the field.
 pub fn mark_ce(pkt: &mut [u8]) -> bool {
-    if pkt.len() < HEADER_LEN || !matches!((pkt[1] >> 4) & 0x03, 1 | 2) {
+    if !is_ect(pkt) {
         return false;
     }
     pkt[1] |= 0x30;

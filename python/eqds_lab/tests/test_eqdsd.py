@@ -393,14 +393,14 @@ def test_polling_daemons_carry_traffic(testbed: Bed, daemons: Daemons, polling: 
     size = 8 << 20
     count, digest = transfer(testbed, size)
     assert (count, digest) == (size, expected_digest(size))
-    # Idle for a second: a busy poller burns most of it (it yields to whatever else
-    # wants the core, and little else does), a daemon whose poll window has run out
-    # sleeps through it.
+    # Idle for a second: a busy poller burns much of it (it yields to whatever else
+    # wants the core: on a loaded 2-core machine a quarter is what is sure), a daemon
+    # whose poll window has run out sleeps through it.
     before = daemons.cpu_seconds(1)
     time.sleep(1)
     idle_cpu = daemons.cpu_seconds(1) - before
     if "busy_poll" in polling:
-        assert idle_cpu > 0.5, idle_cpu
+        assert idle_cpu > 0.25, idle_cpu
     else:
         assert idle_cpu < 0.1, idle_cpu
     # Polling in a real-time class would starve the applications: the daemon says so.

@@ -1,6 +1,7 @@
 //! How a sending EQIF is set up: the first-RTT [`Mode`] of a (re)starting tunnel
 //! (items 29-32) and the [`SenderConfig`] all its tunnels share, with its defaults.
 
+use super::ecn::Red;
 use crate::time::{Time, PS_PER_MS};
 use crate::wire::NextProto;
 
@@ -88,6 +89,9 @@ pub struct SenderConfig {
     /// merely arrived late or were ACKed late are resent. Default 0: off, as in the
     /// paper (NACKs and the RTO only).
     pub loss_reorder_window: Time,
+    /// RED on each tunnel's send queue for ECN-capable packets
+    /// ([`super::Sender::mark_ce`], item 44). Default `None`: no marking.
+    pub ecn: Option<Red>,
 }
 
 impl SenderConfig {
@@ -122,6 +126,7 @@ impl Default for SenderConfig {
             path_stats: false,
             path_avoidance: 0,
             loss_reorder_window: 0,
+            ecn: None,
         }
     }
 }

@@ -85,7 +85,7 @@ impl SplitMix64 {
 
     /// Uniform-enough integer in `0..n` (multiply-shift; the bias is below 2^-50 for
     /// the path counts used here).
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
     }
 }

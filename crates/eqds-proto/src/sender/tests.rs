@@ -33,6 +33,7 @@ fn config(mode: Mode) -> SenderConfig {
         path_stats: false,
         path_avoidance: 0,
         loss_reorder_window: 0,
+        ecn: None,
     }
 }
 

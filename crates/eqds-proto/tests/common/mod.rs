@@ -114,6 +114,7 @@ pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderCo
             2 => 4 * DELAY,
             _ => 0,
         },
+        ecn: None,
     }
 }
 

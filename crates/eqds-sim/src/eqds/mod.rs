@@ -32,7 +32,7 @@ use crate::units::Time;
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::receiver::{Policy, ReceiverConfig};
 use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{Mode, Sender, SenderConfig};
+use eqds_proto::sender::{Mode, Red, Sender, SenderConfig, ECN_CERTAIN};
 use eqds_proto::tunnel::RxConfig;
 
 use crate::ids::PacketId;
@@ -65,7 +65,8 @@ pub struct EqdsSettings {
     pub backpressure: bool,
     /// Pure transport ACKs join their send queue ahead of waiting data.
     pub acks_first: bool,
-    pub ecn_threshold: u32,
+    /// RED on each send queue for ECN-capable packets (bytes of backlog).
+    pub ecn: Red,
     pub nic_limit: u32,
     pub rto: Time,
     pub credit_loss_timeout: Time,
@@ -116,7 +117,15 @@ impl EqdsSettings {
             send_queue: spec.send_queue,
             backpressure: spec.backpressure,
             acks_first: spec.acks_first,
-            ecn_threshold: spec.ecn_threshold.unwrap_or(spec.send_queue.div_ceil(4)),
+            ecn: {
+                let min = spec.ecn_threshold.unwrap_or(spec.send_queue.div_ceil(4));
+                let max = spec.ecn_max_threshold.unwrap_or(min).max(min);
+                Red {
+                    min_bytes: u64::from(min) * u64::from(mtu),
+                    max_bytes: u64::from(max) * u64::from(mtu),
+                    max_p_ppm: (spec.ecn_max_p * f64::from(ECN_CERTAIN)).round() as u32,
+                }
+            },
             nic_limit: spec.nic_limit,
             rto: spec.rto.0,
             credit_loss_timeout: spec.credit_loss_timeout.0,
@@ -258,6 +267,7 @@ impl EqdsLayer {
                     path_stats: settings.path_stats,
                     path_avoidance: settings.path_avoidance,
                     loss_reorder_window: settings.loss_reorder_window,
+                    ecn: Some(settings.ecn),
                 }),
                 rx: ReceivingEqif::new(ReceivingEqifConfig {
                     credit: ReceiverConfig {

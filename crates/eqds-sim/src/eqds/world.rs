@@ -49,10 +49,7 @@ impl World {
     pub fn eqds_write(&mut self, now: Time, mut pkt: Packet, writer: Writer) -> bool {
         let mut eqds = self.take_eqds();
         let (host, dst, len) = (pkt.src, pkt.dst, pkt.size);
-        if pkt.has(flags::ECT)
-            && eqds.hosts[host as usize].tx.send_queue_bytes(dst)
-                >= u64::from(eqds.settings.ecn_threshold) * u64::from(eqds.settings.mtu)
-        {
+        if pkt.has(flags::ECT) && eqds.hosts[host as usize].tx.mark_ce(dst) {
             pkt.flags |= flags::CE;
             eqds.counters.ecn_marked += 1;
         }

@@ -65,10 +65,17 @@ pub struct EqdsSpec {
     /// one FIFO per destination, as the paper's TCP-compatible EQIF).
     #[serde(default)]
     pub acks_first: bool,
-    /// ECN-capable packets are marked CE when they join a send queue already
-    /// holding this many packets (the TCP-compatible EQIF's ECN, a step RED;
-    /// default a quarter of `send_queue`). Traffic without ECN sees only drops.
+    /// ECN-capable packets may be marked CE when they join a send queue already
+    /// holding this many packets (the TCP-compatible EQIF's RED; default a quarter
+    /// of `send_queue`). Traffic without ECN sees only drops.
     pub ecn_threshold: Option<u32>,
+    /// From this many packets on, every ECN-capable packet is marked; between
+    /// `ecn_threshold` and this the marking probability rises linearly to
+    /// `ecn_max_p` (RED's ramp). Default `ecn_threshold`: a step, as DCTCP wants.
+    pub ecn_max_threshold: Option<u32>,
+    /// Marking probability at the top of the ramp, in (0, 1] (default 1).
+    #[serde(default = "default_ecn_max_p")]
+    pub ecn_max_p: f64,
     /// Bytes EQDS adds to every inner packet and the size of its control packets
     /// (default 44: outer IPv4, UDP and the 16-byte EQDS header).
     #[serde(default = "default_overhead")]
@@ -136,6 +143,9 @@ pub struct EqdsSpec {
     pub loss_reorder_window: Duration,
 }
 
+fn default_ecn_max_p() -> f64 {
+    1.0
+}
 fn default_send_queue() -> u32 {
     100
 }
@@ -213,6 +223,18 @@ impl EqdsSpec {
         }
         if self.ecn_threshold == Some(0) {
             return Err("ecn_threshold: must be at least 1 packet".into());
+        }
+        let ecn_min = self.ecn_threshold.unwrap_or(self.send_queue.div_ceil(4));
+        if let Some(max) = self.ecn_max_threshold.filter(|&m| m < ecn_min) {
+            return Err(format!(
+                "ecn_max_threshold: {max} packets is below ecn_threshold ({ecn_min})"
+            ));
+        }
+        if !(self.ecn_max_p > 0.0 && self.ecn_max_p <= 1.0) {
+            return Err(format!(
+                "ecn_max_p: must be within (0, 1], got {}",
+                self.ecn_max_p
+            ));
         }
         if self.send_queue == 0 {
             return Err("send_queue: must be at least 1 packet".into());

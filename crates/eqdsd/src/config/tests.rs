@@ -119,6 +119,12 @@ fn errors_name_the_key() {
         e.starts_with("tunnel.poll_us:") && e.contains("busy_poll"),
         "{e}"
     );
+    let e = err(&format!(
+        "{MINIMAL}\n[eqds]\necn_threshold = 20\necn_max_threshold = 10"
+    ));
+    assert!(e.starts_with("eqds.ecn_max_threshold:"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\necn_max_p = 0.0"));
+    assert!(e.starts_with("eqds.ecn_max_p:"), "{e}");
     let e = err("this is = not toml [");
     assert!(e.starts_with("(file):"), "{e}");
 }
