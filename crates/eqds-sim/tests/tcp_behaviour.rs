@@ -457,3 +457,70 @@ fn hystart_ends_slow_start_before_it_overflows_a_slower_bottleneck() {
         "{fct} ps with HyStart vs {classic_fct} ps without"
     );
 }
+
+#[test]
+fn one_vegas_flow_fills_a_10g_bottleneck_keeping_a_few_packets_queued() {
+    // Vegas aims at 2-4 of its packets queued: after slow start it never fills the
+    // 100-packet queue, where NewReno's sawtooth overflows it (the test above).
+    let run = |protocol: &str| {
+        let text = format!(
+            r#"
+            [topology]
+            kind = "dumbbell"
+            left = 1
+            right = 1
+            link = {{ rate = "40Gbps", latency = "1us" }}
+            bottleneck = {{ rate = "10Gbps", latency = "1us" }}
+            [switch]
+            queue = {{ kind = "drop_tail", limit_packets = 100 }}
+            [transport]
+            protocol = "{protocol}"
+            mtu = 1500
+            min_rto = "1ms"
+            [output]
+            queue_series = {{ interval = "100us", tiers = ["bottleneck_lr"] }}
+            [workload]
+            kind = "flows"
+            flows = [{{ src = 0, dst = 1 }}]
+            [stop]
+            time = "30ms"
+            warmup = "10ms"
+            "#
+        );
+        let dir = tempfile::tempdir().unwrap();
+        common::run_dir(&text, dir.path());
+        let flows = std::fs::read_to_string(dir.path().join("flows.csv")).unwrap();
+        let row: Vec<String> = flows
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .map(String::from)
+            .collect();
+        let header: Vec<&str> = flows.lines().next().unwrap().split(',').collect();
+        let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()].clone();
+        let bps: f64 = col("mean_throughput_bps").parse().unwrap();
+        let retransmits: u64 = col("retransmits").parse().unwrap();
+        // Mean backlog of the bottleneck after the warm-up, in packets.
+        let queues = std::fs::read_to_string(dir.path().join("queues.csv")).unwrap();
+        let samples: Vec<f64> = queues
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .filter(|c| c[0].parse::<u64>().unwrap() >= 10_000_000_000)
+            .map(|c| c[4].parse().unwrap())
+            .collect();
+        let mean_queue = samples.iter().sum::<f64>() / samples.len() as f64;
+        (bps / GOODPUT_CAPACITY, retransmits, mean_queue)
+    };
+    let (fraction, retransmits, queue) = run("vegas");
+    let (_, _, reno_queue) = run("newreno");
+    eprintln!("Vegas: {fraction:.3} of the link, {retransmits} resent, {queue:.1} packets queued; NewReno {reno_queue:.1}");
+    assert!(fraction > 0.97, "{fraction:.3} of the link");
+    assert_eq!(retransmits, 0);
+    assert!(
+        (1.0..=6.0).contains(&queue),
+        "mean queue {queue:.1} packets"
+    );
+    assert!(reno_queue > 20.0, "NewReno's mean queue {reno_queue:.1}");
+}

@@ -16,6 +16,8 @@ pub enum Protocol {
     Cubic,
     /// DCTCP (RFC 8257), with ECN marking expected at the switches.
     Dctcp,
+    /// TCP Vegas (delay-based; Linux's alpha 2, beta 4, gamma 1).
+    Vegas,
     /// NDP (Handley et al., SIGCOMM 2017): receiver-pulled, sprayed, needs trimming
     /// switches. Parameters in `[transport.ndp]`.
     Ndp,
@@ -30,11 +32,24 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    /// Every protocol, in declaration order: `ALL[p as usize] == p`.
+    pub const ALL: [Protocol; 8] = [
+        Protocol::Newreno,
+        Protocol::Cubic,
+        Protocol::Dctcp,
+        Protocol::Vegas,
+        Protocol::Ndp,
+        Protocol::Mptcp,
+        Protocol::Eqds,
+        Protocol::Udp,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Newreno => "newreno",
             Protocol::Cubic => "cubic",
             Protocol::Dctcp => "dctcp",
+            Protocol::Vegas => "vegas",
             Protocol::Ndp => "ndp",
             Protocol::Mptcp => "mptcp",
             Protocol::Eqds => "eqds",
@@ -330,6 +345,7 @@ impl TransportSpec {
             Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp => CcKind::NewReno,
             Protocol::Cubic => CcKind::Cubic,
             Protocol::Dctcp => CcKind::Dctcp,
+            Protocol::Vegas => CcKind::Vegas,
             Protocol::Mptcp => match self.mptcp.coupling {
                 Coupling::Lia => CcKind::Lia,
                 Coupling::Uncoupled => CcKind::NewReno,
@@ -355,6 +371,18 @@ impl TransportSpec {
             undo_spurious_rto: self.undo_spurious_rto.unwrap_or(self.sack),
             hystart: self.hystart,
             nic_limit: self.nic_limit,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_protocols_are_listed_in_declaration_order() {
+        for (i, p) in Protocol::ALL.iter().enumerate() {
+            assert_eq!(*p as usize, i, "{}", p.name());
         }
     }
 }

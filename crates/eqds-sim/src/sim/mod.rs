@@ -68,8 +68,8 @@ pub struct Simulation {
     /// TCP parameters per protocol (indexed by `Protocol as usize`; MPTCP's entry
     /// is its subflows'): for every flow (segments shrunk to fit when EQDS tunnels
     /// them), and for legacy flows (full-size segments, `[eqds] legacy_class`).
-    tcp: [TcpConfig; 7],
-    tcp_legacy: [TcpConfig; 7],
+    tcp: [TcpConfig; Protocol::ALL.len()],
+    tcp_legacy: [TcpConfig; Protocol::ALL.len()],
     udp_rate: u64,
     ndp: NdpConfig,
     mptcp_subflows: u32,
@@ -189,16 +189,7 @@ impl Simulation {
                     .into(),
             );
         }
-        let mut tcp = [
-            Protocol::Newreno,
-            Protocol::Cubic,
-            Protocol::Dctcp,
-            Protocol::Ndp,
-            Protocol::Mptcp,
-            Protocol::Eqds,
-            Protocol::Udp,
-        ]
-        .map(|p| t.tcp_config(p));
+        let mut tcp = Protocol::ALL.map(|p| t.tcp_config(p));
         let mut tcp_legacy = tcp;
         if let Some(class) = sc.eqds.legacy_class {
             for cfg in &mut tcp_legacy {

@@ -9,12 +9,14 @@ mod dctcp;
 mod hystart;
 mod lia;
 mod new_reno;
+mod vegas;
 
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
 pub use hystart::HyStart;
 pub use lia::{lia_alpha, Lia};
 pub use new_reno::NewReno;
+pub use vegas::Vegas;
 
 use crate::units::Time;
 
@@ -74,6 +76,7 @@ pub enum CcKind {
     NewReno,
     Cubic,
     Dctcp,
+    Vegas,
     /// MPTCP's linked increases (RFC 6356), for the subflows of one connection.
     Lia,
 }
@@ -91,6 +94,7 @@ impl CcKind {
             CcKind::NewReno => Box::new(NewReno::new(initial_window)),
             CcKind::Cubic => Box::new(Cubic::new(initial_window, mss, hystart)),
             CcKind::Dctcp => Box::new(Dctcp::new(initial_window, dctcp_g)),
+            CcKind::Vegas => Box::new(Vegas::new(initial_window, mss)),
             CcKind::Lia => Box::new(Lia::new(initial_window)),
         }
     }

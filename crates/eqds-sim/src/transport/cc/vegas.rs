@@ -1,0 +1,238 @@
+//! TCP Vegas (Brakmo and Peterson, 1994), as Linux's `tcp_vegas.c` runs it: a
+//! delay-based controller that aims to keep between `ALPHA` and `BETA` of its own
+//! packets queued in the network.
+//!
+//! Once per round trip it compares the window with what the path's base RTT (the
+//! smallest ever seen) says it needs: `diff = cwnd (rtt - base) / rtt` packets are
+//! queued, with `rtt` the smallest sample of the round. Fewer than `ALPHA`: one more
+//! packet; more than `BETA`: one fewer; in between the window holds. Slow start
+//! runs as Reno's until a round finds more than `GAMMA` packets queued, then the
+//! window drops to what the base RTT needs. Rounds with fewer than three RTT samples
+//! tell too little (delayed ACKs) and grow as Reno would. Losses, timeouts and ECN
+//! echoes are answered as Reno does.
+//!
+//! The paper's Figure 18 names it as the exception to EQDS's fair sharing: the time
+//! packets wait in the sending EQIF counts as queueing to Vegas, so it stops growing
+//! where a loss-based controller would not.
+
+use super::{half_flight, AckEvent, CongestionControl};
+use crate::units::Time;
+
+/// Fewer packets than this queued: grow by one per round (Linux's `alpha`).
+const ALPHA: u64 = 2;
+/// More than this queued: shrink by one per round (`beta`).
+const BETA: u64 = 4;
+/// More than this queued ends slow start (`gamma`).
+const GAMMA: u64 = 1;
+/// Rounds with fewer RTT samples than this run Reno's growth instead.
+const MIN_SAMPLES: u32 = 3;
+
+#[derive(Clone)]
+pub struct Vegas {
+    cwnd: u64,
+    ssthresh: u64,
+    mss: u64,
+    /// Smallest RTT ever sampled (`Time::MAX`: none yet).
+    base_rtt: Time,
+    /// Smallest RTT sampled in the current round.
+    round_min_rtt: Time,
+    /// RTT samples taken in the current round.
+    samples: u32,
+    /// The round ends when this byte is acknowledged (snd_nxt at its start).
+    round_end: u64,
+    /// Bytes ACKed since the window last grew by Reno's congestion avoidance.
+    acked_in_ca: u64,
+    /// After an ECN reduction, echoes are ignored until the ACK point passes this.
+    cwr_until: u64,
+}
+
+impl Vegas {
+    pub fn new(initial_window: u64, mss: u64) -> Self {
+        Self {
+            cwnd: initial_window,
+            ssthresh: u64::MAX,
+            mss,
+            base_rtt: Time::MAX,
+            round_min_rtt: Time::MAX,
+            samples: 0,
+            round_end: 0,
+            acked_in_ca: 0,
+            cwr_until: 0,
+        }
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+
+    /// Reno's growth: slow start below the threshold, one MSS per window above.
+    fn reno_growth(&mut self, acked: u64) {
+        if self.in_slow_start() {
+            self.cwnd += acked.min(self.mss);
+        } else {
+            self.acked_in_ca += acked;
+            if self.acked_in_ca >= self.cwnd {
+                self.acked_in_ca -= self.cwnd;
+                self.cwnd += self.mss;
+            }
+        }
+    }
+
+    /// The end-of-round decision on an ACK of `acked` bytes.
+    fn adjust(&mut self, acked: u64) {
+        let (rtt, base) = (self.round_min_rtt, self.base_rtt);
+        let packets = self.cwnd / self.mss;
+        // Packets this window keeps queued, and the window the base RTT needs.
+        let queued = packets * (rtt - base) / rtt;
+        let target = packets * base / rtt;
+        if self.in_slow_start() {
+            if queued > GAMMA {
+                self.cwnd = self.cwnd.min((target + 1) * self.mss);
+                self.ssthresh = self.ssthresh.min(self.cwnd.saturating_sub(self.mss));
+            } else {
+                self.cwnd += acked.min(self.mss);
+            }
+        } else if queued > BETA {
+            self.cwnd -= self.mss;
+            self.ssthresh = self.ssthresh.min(self.cwnd.saturating_sub(self.mss));
+        } else if queued < ALPHA {
+            self.cwnd += self.mss;
+        }
+        self.cwnd = self.cwnd.max(2 * self.mss);
+    }
+}
+
+impl CongestionControl for Vegas {
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn on_ack(&mut self, ack: &AckEvent) {
+        if let Some(rtt) = ack.rtt {
+            let rtt = rtt.max(1);
+            self.base_rtt = self.base_rtt.min(rtt);
+            self.round_min_rtt = self.round_min_rtt.min(rtt);
+            self.samples += 1;
+        }
+        if ack.snd_una > self.round_end {
+            self.round_end = ack.snd_nxt;
+            if self.samples < MIN_SAMPLES {
+                self.reno_growth(ack.acked);
+            } else {
+                self.adjust(ack.acked);
+            }
+            self.round_min_rtt = Time::MAX;
+            self.samples = 0;
+        } else if self.in_slow_start() {
+            self.cwnd += ack.acked.min(self.mss);
+        }
+    }
+
+    fn on_ecn(&mut self, ack: &AckEvent) {
+        if ack.ce == 0 || ack.snd_una < self.cwr_until {
+            return;
+        }
+        self.ssthresh = (self.cwnd / 2).max(2 * self.mss);
+        self.cwnd = self.ssthresh;
+        self.cwr_until = ack.snd_nxt;
+    }
+
+    fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
+        self.ssthresh = half_flight(flight, mss);
+        self.cwnd = self.ssthresh;
+        self.acked_in_ca = 0;
+    }
+
+    fn on_timeout(&mut self, _now: Time, flight: u64, mss: u64) {
+        self.ssthresh = half_flight(flight, mss);
+        self.cwnd = mss;
+        self.acked_in_ca = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::units::US;
+
+    const MSS: u64 = 1000;
+
+    /// Feeds one round trip of `n` ACKs of one MSS each, all with RTT `rtt`, for the
+    /// round of the data up to byte `start + n MSS`: the last ACK closes the round.
+    /// Returns where the next round starts.
+    fn round(v: &mut Vegas, start: u64, n: u64, rtt: Time) -> u64 {
+        v.round_end = start + n * MSS - 1;
+        for i in 1..=n {
+            v.on_ack(&AckEvent {
+                now: 0,
+                acked: MSS,
+                ce: 0,
+                rtt: Some(rtt),
+                snd_una: start + i * MSS,
+                snd_nxt: start + 2 * n * MSS,
+                mss: MSS,
+            });
+        }
+        start + n * MSS
+    }
+
+    /// A Vegas flow in congestion avoidance with a window of `packets` that has seen
+    /// a base RTT of 10 us.
+    fn avoiding(packets: u64) -> Vegas {
+        let mut v = Vegas::new(packets * MSS, MSS);
+        v.ssthresh = 0;
+        v.base_rtt = 10 * US;
+        v
+    }
+
+    #[test]
+    fn holds_the_window_while_alpha_to_beta_packets_are_queued() {
+        // 20 packets at 12 us against a 10 us base: 20 * 2/12 = 3 queued.
+        let mut v = avoiding(20);
+        let mut at = 0;
+        for _ in 0..5 {
+            at = round(&mut v, at, 20, 12 * US);
+        }
+        assert_eq!(v.window(), 20 * MSS);
+    }
+
+    #[test]
+    fn grows_by_one_per_round_below_alpha_and_shrinks_above_beta() {
+        // At the base RTT nothing is queued: +1 packet per round.
+        let mut v = avoiding(20);
+        let at = round(&mut v, 0, 20, 10 * US);
+        assert_eq!(v.window(), 21 * MSS);
+        round(&mut v, at, 21, 10 * US);
+        assert_eq!(v.window(), 22 * MSS);
+        // At twice the base RTT half the window is queued: -1 per round.
+        let mut v = avoiding(20);
+        round(&mut v, 0, 20, 20 * US);
+        assert_eq!(v.window(), 19 * MSS);
+    }
+
+    #[test]
+    fn slow_start_ends_at_what_the_base_rtt_needs_once_a_queue_forms() {
+        let mut v = Vegas::new(10 * MSS, MSS);
+        // A round at the base RTT: slow start goes on, one MSS per ACK.
+        let at = round(&mut v, 0, 10, 10 * US);
+        assert_eq!(v.window(), 20 * MSS);
+        // The next round sees 15 us. Slow start grows through it (19 more packets)
+        // until its last ACK finds 39 * 5/15 = 13 packets queued: the window drops
+        // to the 39 * 10/15 = 26 the base RTT needs, plus one.
+        round(&mut v, at, 20, 15 * US);
+        assert_eq!(v.window(), 27 * MSS);
+        assert_eq!(v.ssthresh(), 26 * MSS);
+    }
+
+    #[test]
+    fn rounds_with_too_few_samples_grow_as_reno() {
+        let mut v = avoiding(20);
+        // Two ACKs of a whole window each (stretch ACKs): too few to judge.
+        round(&mut v, 0, 2, 20 * US);
+        assert_eq!(v.window(), 20 * MSS);
+    }
+}
