@@ -44,3 +44,60 @@ pub fn run(text: &str) -> (Vec<FlowRecord>, RunStats, Simulation) {
 pub fn run_dir(text: &str, dir: &Path) -> Outcome {
     run_to_dir(&load(text), dir, &mut |_, _| {}).unwrap()
 }
+
+/// The paper's htsim incast setting: k-ary fat tree at 100 Gbps, MTU 4150 B,
+/// 35-packet trimming queues, window 50 packets; an N-to-1 native EQDS incast.
+pub fn native_incast(k: u32, n: u32, size: &str) -> String {
+    format!(
+        r#"
+        [topology]
+        kind = "fat_tree"
+        k = {k}
+        link = {{ rate = "100Gbps", latency = "1us" }}
+        [switch]
+        load_balancing = "spray"
+        queue = {{ kind = "trimming", data_packets = 35 }}
+        [host]
+        queue = {{ kind = "trimming", data_packets = 1000 }}
+        [transport]
+        protocol = "eqds"
+        mtu = "4150B"
+        header = "64B"
+        [eqds]
+        window = 50
+        overhead = "64B"
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = {n}
+        size = "{size}"
+        [stop]
+        when_flows_complete = true
+        time = "1s"
+        "#
+    )
+}
+
+/// Two racks of two hosts under two spines, every link at `rate` with 1 us of
+/// latency, 15-packet trimming queues and spraying: the smallest network with two
+/// paths between racks. The `[topology]` and `[switch]` tables.
+pub fn two_racks_two_spines(rate: &str) -> String {
+    two_racks_two_spines_trimming_at(rate, "data_packets = 15")
+}
+
+/// [`two_racks_two_spines`] with the trimming queues' data limit `limit`.
+pub fn two_racks_two_spines_trimming_at(rate: &str, limit: &str) -> String {
+    format!(
+        r#"
+        [topology]
+        kind = "leaf_spine"
+        leaves = 2
+        spines = 2
+        hosts_per_leaf = 2
+        link = {{ rate = "{rate}", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "trimming", {limit} }}
+        load_balancing = "spray"
+        "#
+    )
+}
