@@ -1,0 +1,160 @@
+//! Credit from PULLs: pull numbers and targets, the window cap, credit-loss timer.
+
+use super::*;
+
+#[test]
+fn credit_follows_highest_pull_number_through_loss_and_reordering() {
+    let mut s = loaded(Mode::Rts, 10);
+    drain(&mut s, 0);
+    // PULL 1 is lost; PULL 2 carries both MTUs.
+    s.handle_control(1, 1, &pull(2));
+    assert_eq!(drain(&mut s, 1).len(), 2);
+    // The lost PULL 1 turns up late: nothing new.
+    s.handle_control(2, 1, &pull(1));
+    assert!(drain(&mut s, 2).is_empty());
+    assert_eq!(s.tunnel(1).unwrap().highest_pull, 2);
+    // An ACK repairs PULLs 3 and 4, both lost.
+    s.handle_control(3, 1, &control(ControlKind::Ack, 0, 4, 0));
+    assert_eq!(drain(&mut s, 3).len(), 2);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.credit), (4, 0));
+}
+
+#[test]
+fn pull_numbers_compare_across_the_wrap() {
+    let mut s = loaded(Mode::Rts, 4);
+    drain(&mut s, 0);
+    // A huge jump (half the space) is not credit.
+    s.handle_control(1, 1, &pull(1 << 31));
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    // u32::MAX is "before" 0: no credit either.
+    s.handle_control(1, 1, &pull(u32::MAX));
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+}
+
+#[test]
+fn pull_target_caps_the_backlog_before_subtracting_credit() {
+    let mut s = loaded(Mode::Rts, 10);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(3));
+    let tx = drain(&mut s, 1);
+    assert_eq!(tx.len(), 3);
+    // First send: backlog 9 MTUs, credit 2: 3 + (min(9, 4) - 2).
+    assert_eq!(tx[0].header.pull_target, 5);
+    assert_eq!(tx[1].header.pull_target, 6);
+    assert_eq!(tx[2].header.pull_target, 7);
+
+    // A short packet asks for a whole MTU (ceil), and no more.
+    let mut s = Sender::new(config(Mode::Rts));
+    s.enqueue(0, 1, 400, 0).unwrap();
+    let tx = drain(&mut s, 0);
+    assert_eq!(tx[0].header.pull_target, 1);
+}
+
+#[test]
+fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    // The RTS is lost. Only the credit-loss timer runs.
+    assert_eq!(s.poll_timeout(), Some(2 * RTO));
+    s.handle_timeout(2 * RTO);
+    let tx = drain(&mut s, 2 * RTO);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 1);
+
+    // One packet is paid for and ACKed; the last PULL is lost. The tunnel has
+    // backlog, no credit, nothing in flight: after the timeout it asks again.
+    let t0 = 3 * RTO;
+    s.handle_control(t0, 1, &pull(1));
+    drain(&mut s, t0);
+    s.handle_control(t0 + 10, 1, &control(ControlKind::Ack, 0, 1, 0));
+    assert!(drain(&mut s, t0 + 10).is_empty());
+    assert_eq!(s.poll_timeout(), Some(t0 + 10 + 2 * RTO));
+    s.handle_timeout(t0 + 10 + 2 * RTO);
+    let tx = drain(&mut s, t0 + 10 + 2 * RTO);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(tx[0].header.pull_target, 2);
+}
+
+#[test]
+fn a_busy_receiver_gets_its_busy_time_before_a_stalled_tunnel_asks_again() {
+    let mut s = loaded(Mode::Rts, 3);
+    drain(&mut s, 0);
+    // One packet paid for and ACKed by a receiver busy for 5 ms more (ns): its
+    // next PULL to us may take that long in a large incast.
+    s.handle_control(10, 1, &pull(1));
+    drain(&mut s, 10);
+    let busy_ns = 5_000_000;
+    s.handle_control(20, 1, &control(ControlKind::Ack, 0, 1, busy_ns));
+    let busy_until = 20 + Time::from(busy_ns) * 1_000;
+    assert!(busy_until > 20 + 2 * RTO);
+    assert_eq!(s.poll_timeout(), Some(busy_until));
+    s.handle_timeout(20 + 2 * RTO);
+    assert!(drain(&mut s, 20 + 2 * RTO).is_empty(), "no RTS while busy");
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 0);
+    // The busy time has passed without a PULL: the credit is taken for lost.
+    s.handle_timeout(busy_until);
+    let tx = drain(&mut s, busy_until);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 1);
+}
+
+#[test]
+fn trimmed_tail_asks_for_credit_at_once() {
+    // Two packets are paid for by the two PULLs their RTS asked for; both are
+    // trimmed. Their headers carried a target the receiver had already met, so it
+    // owes nothing: without new demand the resends would wait for the credit-loss
+    // timer.
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    s.handle_control(10, 1, &pull(2));
+    let sent = drain(&mut s, 10);
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|t| t.header.pull_target == 2));
+    s.handle_control(20, 1, &control(ControlKind::Nack, 0, 2, 0));
+    assert!(
+        drain(&mut s, 20).is_empty(),
+        "packet 1 is in flight and may still earn a PULL"
+    );
+    s.handle_control(21, 1, &control(ControlKind::Nack, 1, 2, 0));
+    let tx = drain(&mut s, 21);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    assert_eq!(tx[0].header.pull_target, 4, "one PULL per resend");
+    assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 0);
+}
+
+#[test]
+fn tunnels_holding_credit_take_turns() {
+    let mut s = Sender::new(config(Mode::Ndp));
+    for dst in [1, 2, 3] {
+        for i in 0..3 {
+            s.enqueue(0, dst, FULL, dst * 10 + i).unwrap();
+        }
+    }
+    let order: Vec<PeerId> = drain(&mut s, 0).iter().map(|t| t.dst).collect();
+    assert_eq!(order, vec![1, 2, 3, 1, 2, 3, 1, 2, 3]);
+}
+
+#[test]
+fn control_for_another_sender_id_or_peer_is_ignored() {
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    let mut other = pull(2);
+    other.sender_id = 8;
+    s.handle_control(1, 1, &other);
+    s.handle_control(1, 9, &pull(2));
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    assert_eq!(s.ignored_control(), 2);
+}
+
+#[test]
+fn credit_beyond_the_window_is_refused() {
+    let mut s = loaded(Mode::Rts, 2);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(10));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(st.credit, i64::from(W));
+    assert_eq!(st.credit_clamped_bytes, u64::from(6 * MTU));
+}
