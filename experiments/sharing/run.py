@@ -3,12 +3,15 @@
 
 Two setups, each with and without EQDS, on one 25 Gbps switch (the T1 testbed's
 rate): four TCP NewReno senders joined at 10 ms by an unresponsive line-rate UDP
-sender (scenario-udp.toml), and a Cubic, a NewReno and a DCTCP sender together
-(scenario-mixed.toml). Without EQDS the switch queue is drop-tail (UDP) or marks
-ECN beyond 20 packets (mixed); with EQDS every host tunnels its traffic (NDP mode,
-100-packet EQIF queues) through a 15-packet trimming switch queue. Plots each flow's
-throughput and writes result.json: the paper reports that UDP takes the link and
-starves TCP without EQDS, and that EQDS shares the receiver perfectly.
+sender (scenario-udp.toml), a Cubic, a NewReno and a DCTCP sender together
+(scenario-mixed.toml), and a Cubic and a Vegas sender (scenario-vegas.toml). Without
+EQDS the switch queue is drop-tail (UDP, Vegas) or marks ECN beyond 20 packets
+(mixed); with EQDS every host tunnels its traffic (NDP mode, 100-packet EQIF queues)
+through a 15-packet trimming switch queue. Plots each flow's throughput and writes
+result.json: the paper reports that UDP takes the link and starves TCP without EQDS,
+that delay-based controllers are starved by loss-based ones, and that EQDS shares
+the receiver fairly, except that Vegas over EQDS cannot fill the link alone and gets
+less than Cubic.
 
 Usage: python3 experiments/sharing/run.py [--results DIR] [--ray ADDR]
 """
@@ -31,6 +34,17 @@ RUNS = {
     ("udp", True): ("scenario-udp.toml", WITH_EQDS),
     ("mixed", False): ("scenario-mixed.toml", {}),
     ("mixed", True): ("scenario-mixed.toml", WITH_EQDS),
+    ("vegas", False): ("scenario-vegas.toml", {}),
+    ("vegas", True): ("scenario-vegas.toml", WITH_EQDS),
+}
+#: Also measured: Vegas alone over EQDS, and both Vegas runs with tunnels that ask
+#: credit for their backlog only (demand_lookahead 0), as the paper's EQIF appears to.
+VEGAS_ALONE = {"workload.0.start": "1s"}
+BACKLOG_ONLY = {"eqds.demand_lookahead": "0"}
+VEGAS_EXTRA = {
+    "Vegas alone": VEGAS_ALONE,
+    "Cubic and Vegas, credit for the backlog only": BACKLOG_ONLY,
+    "Vegas alone, credit for the backlog only": VEGAS_ALONE | BACKLOG_ONLY,
 }
 
 
@@ -45,6 +59,20 @@ def main() -> int:
             zip(flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list())
         )
 
+    vegas_extra: dict[str, list[tuple[str, float]]] = {}
+    for i, (label, extra) in enumerate(VEGAS_EXTRA.items()):
+        sweep = run_case(
+            args, HERE / "scenario-vegas.toml", f"vegas-extra{i}", WITH_EQDS | extra
+        )
+        flows = load_flows(sweep).sort("id")
+        vegas_extra[label] = [
+            (p, round(b / 1e9, 3))
+            for p, b in zip(
+                flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list()
+            )
+            if b > 0
+        ]
+
     args.results.mkdir(parents=True, exist_ok=True)
     plot(shares, args.results / "sharing.png")
     gbps = {
@@ -58,6 +86,8 @@ def main() -> int:
     udp_plain = sum(b for p, b in shares[("udp", False)] if p == "udp") / 1e9
     tcp_plain = sum(b for p, b in shares[("udp", False)] if p != "udp") / 1e9
     rates = {k: [b for _, b in v] for k, v in shares.items()}
+    vegas_plain = dict(shares[("vegas", False)])
+    vegas_share = vegas_plain["vegas"] / (vegas_plain["vegas"] + vegas_plain["cubic"])
     passed = write_result(
         args.results,
         experiment="sharing",
@@ -84,11 +114,19 @@ def main() -> int:
                 round(jain(rates[("mixed", True)]), 5),
                 0.02,
             ),
+            Quantity(
+                "without EQDS: Vegas's share of the receiver beside Cubic (starved)",
+                0.0,
+                round(vegas_share, 4),
+                0.15,
+            ),
         ],
         also_measured={
             "throughput_gbps": gbps,
             "tcp_total_without_eqds_gbps": round(tcp_plain, 3),
             "jain_mixed_without_eqds": round(jain(rates[("mixed", False)]), 4),
+            "jain_cubic_vegas_with_eqds": round(jain(rates[("vegas", True)]), 4),
+            "vegas_with_eqds_gbps": vegas_extra,
         },
         plot="sharing.png",
         data="sharing.csv",
@@ -100,6 +138,21 @@ def main() -> int:
                 "and ECN-based controllers are starved by loss-based ones; EQDS shares "
                 "fairly."
             ),
+            (
+                "Figure 18's exception, Vegas: alone over EQDS it cannot fill 25 Gbps, and "
+                "beside Cubic it gets less. With tunnels that ask credit only for what waits "
+                "in the EQIF (demand_lookahead 0) we find the same: Vegas keeps 2-4 packets "
+                "queued, in the EQIF here, so its tunnel asks for 2-4 packets of credit, "
+                "short of the link's BDP: alone it runs at "
+                f"{dict(vegas_extra['Vegas alone, credit for the backlog only'])['vegas']} "
+                "Gb/s, and beside Cubic it gets "
+                f"{dict(vegas_extra['Cubic and Vegas, credit for the backlog only'])['vegas']}"
+                " Gb/s. Our default tunnels count the packets in flight as demand to come "
+                "(demand_lookahead = the window), as TCP's ACK clock makes them, so Vegas "
+                "alone fills the link ("
+                f"{dict(vegas_extra['Vegas alone'])['vegas']} Gb/s) and shares it with Cubic "
+                f"almost evenly (Jain {jain(rates[('vegas', True)]):.4f})."
+            ),
         ],
     )
     print("pass" if passed else "FAIL")
@@ -109,10 +162,12 @@ def main() -> int:
 def plot(shares: dict, path: Path) -> None:
     import matplotlib.pyplot as plt  # eqds_lab.plots has chosen the Agg backend
 
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), sharey=True)
     rows = []
     for ax, setup, title in zip(
-        axes, ["udp", "mixed"], ["4 TCP + line-rate UDP", "Cubic, NewReno, DCTCP"]
+        axes,
+        ["udp", "mixed", "vegas"],
+        ["4 TCP + line-rate UDP", "Cubic, NewReno, DCTCP", "Cubic, Vegas"],
     ):
         for j, eqds in enumerate([False, True]):
             flows = shares[(setup, eqds)]
@@ -120,7 +175,9 @@ def plot(shares: dict, path: Path) -> None:
             ax.bar(
                 xs,
                 [b / 1e9 for _, b in flows],
-                color=["C1" if p in ("udp", "dctcp") else "C0" for p, _ in flows],
+                color=[
+                    "C1" if p in ("udp", "dctcp", "vegas") else "C0" for p, _ in flows
+                ],
             )
             for x, (p, b) in zip(xs, flows):
                 ax.text(x, b / 1e9 + 0.3, p, rotation=90, ha="center", fontsize=7)
