@@ -165,24 +165,34 @@ fn a_tunnel_to_a_slower_receiver_holds_only_the_receivers_bdp_or_must_find_losse
     assert!(last < 1_400 * US, "last completion at {last} ps");
 }
 
-/// One long `protocol` flow over EQDS between two racks of a 25 Gbps leaf-spine,
-/// with a 30-packet drop-tail EQIF that marks ECN-capable packets from 16 packets
-/// on (no backpressure: TCP writes until the EQIF drops, as the paper's kernel EQIF),
-/// and `eqds` added to the `[eqds]` table: its throughput as a fraction of the
-/// link's payload rate.
-fn one_flow_through_a_30_packet_eqif(protocol: &str, eqds: &str) -> f64 {
+/// What one flow through a 30-packet EQIF did.
+#[derive(Debug)]
+struct EqifRun {
+    /// Throughput as a fraction of the link's payload rate.
+    fraction: f64,
+    /// Packets the EQIF marked CE, and dropped for a full queue.
+    marked: u64,
+    dropped: u64,
+    /// The flow's largest RTT sample.
+    rtt_max: u64,
+}
+
+/// One long flow over EQDS between two racks of a 25 Gbps leaf-spine, with a
+/// 30-packet drop-tail EQIF (no backpressure: TCP writes until the EQIF drops, as the
+/// paper's kernel EQIF). `transport` and `eqds` are added to the `[transport]` and
+/// `[eqds]` tables (the protocol, ECN, the EQIF's marking).
+fn one_flow_through_a_30_packet_eqif(transport: &str, eqds: &str) -> EqifRun {
     let text = format!(
         r#"
         {}
         [transport]
-        protocol = "{protocol}"
         mtu = 1500
         min_rto = "1ms"
+        {transport}
         [eqds]
         enabled = true
         backpressure = false
         send_queue = 30
-        ecn_threshold = 16
         {eqds}
         [workload]
         kind = "flows"
@@ -194,8 +204,15 @@ fn one_flow_through_a_30_packet_eqif(protocol: &str, eqds: &str) -> f64 {
         two_racks_two_spines("25Gbps")
     );
     let (flows, stats, sim) = common::run(&text);
-    // 1500 B on the wire carry 1392 B of payload under 64 B of TCP and 44 of EQDS.
-    flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time) / (25e9 * 1392.0 / 1500.0)
+    let packets = &sim.eqds_summary().unwrap()["packets"];
+    EqifRun {
+        // 1500 B on the wire carry 1392 B of payload under 64 B of TCP and 44 of EQDS.
+        fraction: flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time)
+            / (25e9 * 1392.0 / 1500.0),
+        marked: packets["ecn_marked"].as_u64().unwrap(),
+        dropped: packets["send_queue_full"].as_u64().unwrap(),
+        rtt_max: flows[0].rtt_max,
+    }
 }
 
 #[test]
@@ -205,12 +222,19 @@ fn tcp_over_eqds_fills_the_link_from_a_small_eqif_whatever_its_congestion_contro
     // flight as demand to come (the default lookahead of tunnelled transports): asking
     // only for what waits in the EQIF, DCTCP, which keeps about K packets there, ran
     // at 84% here and NewReno at 89%; the whole window gives 99% to all three.
+    let k16 = "ecn_threshold = 16";
     for protocol in ["dctcp", "newreno", "cubic"] {
-        let fraction = one_flow_through_a_30_packet_eqif(protocol, "");
-        assert!(fraction > 0.97, "{protocol}: {fraction:.3} of the link");
+        let run = one_flow_through_a_30_packet_eqif(&format!("protocol = \"{protocol}\""), k16);
+        assert!(run.fraction > 0.97, "{protocol}: {run:?}");
     }
-    let short = one_flow_through_a_30_packet_eqif("dctcp", "demand_lookahead = 4");
-    assert!(short < 0.9, "DCTCP with 4 packets of lookahead: {short:.3}");
+    let short = one_flow_through_a_30_packet_eqif(
+        "protocol = \"dctcp\"",
+        &format!("{k16}\ndemand_lookahead = 4"),
+    );
+    assert!(
+        short.fraction < 0.9,
+        "DCTCP with 4 packets of lookahead: {short:?}"
+    );
 }
 
 /// TCP Cubic over EQDS in a permutation across two racks of a 25 Gbps leaf-spine at
@@ -304,47 +328,8 @@ fn red_in_the_eqif_keeps_an_ecn_tcp_off_its_drop_limit_at_line_rate() {
     // ECN Cubic backs off on the marks before the queue drops, and the link stays
     // full; without ECN the same Cubic fills the queue until it drops.
     let red = "ecn_threshold = 5\necn_max_threshold = 25\necn_max_p = 0.1";
-    let run = |ecn: bool| {
-        let text = format!(
-            r#"
-            {}
-            [transport]
-            protocol = "cubic"
-            ecn = {ecn}
-            min_rto = "1ms"
-            [eqds]
-            enabled = true
-            backpressure = false
-            send_queue = 30
-            {red}
-            [workload]
-            kind = "flows"
-            flows = [{{ src = 0, dst = 2 }}]
-            [stop]
-            time = "10ms"
-            warmup = "3ms"
-            "#,
-            two_racks_two_spines("25Gbps")
-        );
-        let (flows, stats, sim) = common::run(&text);
-        let packets = &sim.eqds_summary().unwrap()["packets"];
-        let f = &flows[0];
-        Run {
-            fraction: flow_throughput_bps(f, sim.warmup(), stats.end_time)
-                / (25e9 * 1392.0 / 1500.0),
-            marked: packets["ecn_marked"].as_u64().unwrap(),
-            dropped: packets["send_queue_full"].as_u64().unwrap(),
-            rtt_max: f.rtt_max,
-        }
-    };
-    #[derive(Debug)]
-    struct Run {
-        fraction: f64,
-        marked: u64,
-        dropped: u64,
-        rtt_max: u64,
-    }
-    let (ecn, plain) = (run(true), run(false));
+    let ecn = one_flow_through_a_30_packet_eqif("protocol = \"cubic\"\necn = true", red);
+    let plain = one_flow_through_a_30_packet_eqif("protocol = \"cubic\"\necn = false", red);
     eprintln!("ECN: {ecn:?}\nwithout: {plain:?}");
     assert!(ecn.fraction > 0.97, "{ecn:?}");
     assert!(ecn.marked > 0 && plain.marked == 0);

@@ -11,10 +11,10 @@ use std::collections::HashSet;
 const GOODPUT_CAPACITY: f64 = 10e9 * 1436.0 / 1500.0;
 
 /// One long flow of `protocol` from a 40 Gbps host through a 10 Gbps bottleneck
-/// with a 100-packet drop-tail queue: its throughput after a 10 ms warm-up, and its
-/// retransmissions.
-fn one_flow_through_a_10g_bottleneck(protocol: &str) -> (f64, u64) {
-    let text = format!(
+/// with a 100-packet drop-tail queue for 30 ms, throughput measured after 10 ms;
+/// `output` is the `[output]` table's body.
+fn one_flow_at_10g(protocol: &str, output: &str) -> String {
+    format!(
         r#"
         [topology]
         kind = "dumbbell"
@@ -28,6 +28,8 @@ fn one_flow_through_a_10g_bottleneck(protocol: &str) -> (f64, u64) {
         protocol = "{protocol}"
         mtu = 1500
         min_rto = "1ms"
+        [output]
+        {output}
         [workload]
         kind = "flows"
         flows = [{{ src = 0, dst = 1 }}]
@@ -35,8 +37,13 @@ fn one_flow_through_a_10g_bottleneck(protocol: &str) -> (f64, u64) {
         time = "30ms"
         warmup = "10ms"
     "#
-    );
-    let (flows, stats, sim) = common::run(&text);
+    )
+}
+
+/// [`one_flow_at_10g`]: the flow's throughput after the warm-up, and its
+/// retransmissions.
+fn one_flow_through_a_10g_bottleneck(protocol: &str) -> (f64, u64) {
+    let (flows, stats, sim) = common::run(&one_flow_at_10g(protocol, ""));
     let bps = flow_throughput_bps(&flows[0], sim.warmup(), stats.end_time);
     (bps, flows[0].retransmits)
 }
@@ -463,29 +470,9 @@ fn one_vegas_flow_fills_a_10g_bottleneck_keeping_a_few_packets_queued() {
     // Vegas aims at 2-4 of its packets queued: after slow start it never fills the
     // 100-packet queue, where NewReno's sawtooth overflows it (the test above).
     let run = |protocol: &str| {
-        let text = format!(
-            r#"
-            [topology]
-            kind = "dumbbell"
-            left = 1
-            right = 1
-            link = {{ rate = "40Gbps", latency = "1us" }}
-            bottleneck = {{ rate = "10Gbps", latency = "1us" }}
-            [switch]
-            queue = {{ kind = "drop_tail", limit_packets = 100 }}
-            [transport]
-            protocol = "{protocol}"
-            mtu = 1500
-            min_rto = "1ms"
-            [output]
-            queue_series = {{ interval = "100us", tiers = ["bottleneck_lr"] }}
-            [workload]
-            kind = "flows"
-            flows = [{{ src = 0, dst = 1 }}]
-            [stop]
-            time = "30ms"
-            warmup = "10ms"
-            "#
+        let text = one_flow_at_10g(
+            protocol,
+            r#"queue_series = { interval = "100us", tiers = ["bottleneck_lr"] }"#,
         );
         let dir = tempfile::tempdir().unwrap();
         common::run_dir(&text, dir.path());

@@ -39,8 +39,14 @@ impl NewReno {
 
     /// Sets window and threshold to `cwnd` (a controller's own reduction, e.g. DCTCP's).
     pub fn reduce_to(&mut self, cwnd: u64) {
+        self.set(cwnd, cwnd);
+    }
+
+    /// Sets window and threshold (a controller's own rule, e.g. Vegas's per-round
+    /// step).
+    pub fn set(&mut self, cwnd: u64, ssthresh: u64) {
         self.cwnd = cwnd;
-        self.ssthresh = cwnd;
+        self.ssthresh = ssthresh;
         self.acked_in_ca = 0;
     }
 }

@@ -15,7 +15,7 @@
 //! packets wait in the sending EQIF counts as queueing to Vegas, so it stops growing
 //! where a loss-based controller would not.
 
-use super::{half_flight, AckEvent, CongestionControl};
+use super::{AckEvent, CongestionControl, NewReno};
 use crate::units::Time;
 
 /// Fewer packets than this queued: grow by one per round (Linux's `alpha`).
@@ -29,8 +29,8 @@ const MIN_SAMPLES: u32 = 3;
 
 #[derive(Clone)]
 pub struct Vegas {
-    cwnd: u64,
-    ssthresh: u64,
+    /// Reno's growth where Vegas has no verdict, and its loss and ECN response.
+    reno: NewReno,
     mss: u64,
     /// Smallest RTT ever sampled (`Time::MAX`: none yet).
     base_rtt: Time,
@@ -40,75 +40,54 @@ pub struct Vegas {
     samples: u32,
     /// The round ends when this byte is acknowledged (snd_nxt at its start).
     round_end: u64,
-    /// Bytes ACKed since the window last grew by Reno's congestion avoidance.
-    acked_in_ca: u64,
-    /// After an ECN reduction, echoes are ignored until the ACK point passes this.
-    cwr_until: u64,
 }
 
 impl Vegas {
     pub fn new(initial_window: u64, mss: u64) -> Self {
         Self {
-            cwnd: initial_window,
-            ssthresh: u64::MAX,
+            reno: NewReno::new(initial_window),
             mss,
             base_rtt: Time::MAX,
             round_min_rtt: Time::MAX,
             samples: 0,
             round_end: 0,
-            acked_in_ca: 0,
-            cwr_until: 0,
         }
     }
 
-    fn in_slow_start(&self) -> bool {
-        self.cwnd < self.ssthresh
-    }
-
-    /// Reno's growth: slow start below the threshold, one MSS per window above.
-    fn reno_growth(&mut self, acked: u64) {
-        if self.in_slow_start() {
-            self.cwnd += acked.min(self.mss);
-        } else {
-            self.acked_in_ca += acked;
-            if self.acked_in_ca >= self.cwnd {
-                self.acked_in_ca -= self.cwnd;
-                self.cwnd += self.mss;
-            }
-        }
-    }
-
-    /// The end-of-round decision on an ACK of `acked` bytes.
-    fn adjust(&mut self, acked: u64) {
+    /// The end-of-round verdict, on the ACK that closed the round.
+    fn adjust(&mut self, ack: &AckEvent) {
         let (rtt, base) = (self.round_min_rtt, self.base_rtt);
-        let packets = self.cwnd / self.mss;
+        let (cwnd, ssthresh) = (self.reno.window(), self.reno.ssthresh());
+        let packets = cwnd / self.mss;
         // Packets this window keeps queued, and the window the base RTT needs.
         let queued = packets * (rtt - base) / rtt;
         let target = packets * base / rtt;
-        if self.in_slow_start() {
-            if queued > GAMMA {
-                self.cwnd = self.cwnd.min((target + 1) * self.mss);
-                self.ssthresh = self.ssthresh.min(self.cwnd.saturating_sub(self.mss));
-            } else {
-                self.cwnd += acked.min(self.mss);
+        let (cwnd, ssthresh) = if self.reno.in_slow_start() {
+            if queued <= GAMMA {
+                self.reno.on_ack(ack);
+                return;
             }
+            let cwnd = cwnd.min((target + 1) * self.mss);
+            (cwnd, ssthresh.min(cwnd.saturating_sub(self.mss)))
         } else if queued > BETA {
-            self.cwnd -= self.mss;
-            self.ssthresh = self.ssthresh.min(self.cwnd.saturating_sub(self.mss));
+            let cwnd = cwnd - self.mss;
+            (cwnd, ssthresh.min(cwnd.saturating_sub(self.mss)))
         } else if queued < ALPHA {
-            self.cwnd += self.mss;
-        }
-        self.cwnd = self.cwnd.max(2 * self.mss);
+            (cwnd + self.mss, ssthresh)
+        } else {
+            return;
+        };
+        self.reno.set(cwnd.max(2 * self.mss), ssthresh);
     }
 }
 
 impl CongestionControl for Vegas {
     fn window(&self) -> u64 {
-        self.cwnd
+        self.reno.window()
     }
 
     fn ssthresh(&self) -> u64 {
-        self.ssthresh
+        self.reno.ssthresh()
     }
 
     fn on_ack(&mut self, ack: &AckEvent) {
@@ -121,36 +100,27 @@ impl CongestionControl for Vegas {
         if ack.snd_una > self.round_end {
             self.round_end = ack.snd_nxt;
             if self.samples < MIN_SAMPLES {
-                self.reno_growth(ack.acked);
+                self.reno.on_ack(ack);
             } else {
-                self.adjust(ack.acked);
+                self.adjust(ack);
             }
             self.round_min_rtt = Time::MAX;
             self.samples = 0;
-        } else if self.in_slow_start() {
-            self.cwnd += ack.acked.min(self.mss);
+        } else if self.reno.in_slow_start() {
+            self.reno.on_ack(ack);
         }
     }
 
     fn on_ecn(&mut self, ack: &AckEvent) {
-        if ack.ce == 0 || ack.snd_una < self.cwr_until {
-            return;
-        }
-        self.ssthresh = (self.cwnd / 2).max(2 * self.mss);
-        self.cwnd = self.ssthresh;
-        self.cwr_until = ack.snd_nxt;
+        self.reno.on_ecn(ack);
     }
 
-    fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = self.ssthresh;
-        self.acked_in_ca = 0;
+    fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
+        self.reno.on_loss(now, flight, mss);
     }
 
-    fn on_timeout(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = mss;
-        self.acked_in_ca = 0;
+    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
+        self.reno.on_timeout(now, flight, mss);
     }
 }
 
@@ -184,7 +154,7 @@ mod tests {
     /// a base RTT of 10 us.
     fn avoiding(packets: u64) -> Vegas {
         let mut v = Vegas::new(packets * MSS, MSS);
-        v.ssthresh = 0;
+        v.reno.set(packets * MSS, 0);
         v.base_rtt = 10 * US;
         v
     }
