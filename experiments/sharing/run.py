@@ -13,7 +13,7 @@ that delay-based controllers are starved by loss-based ones, and that EQDS share
 the receiver fairly, except that Vegas over EQDS cannot fill the link alone and gets
 less than Cubic.
 
-Usage: python3 experiments/sharing/run.py [--results DIR] [--ray ADDR]
+Usage: python3 experiments/sharing/run.py [--quick] [--results DIR] [--ray ADDR]
 """
 
 import sys
@@ -49,12 +49,15 @@ VEGAS_EXTRA = {
 
 
 def main() -> int:
-    args = parse_args(__doc__, HERE)
+    args = parse_args(__doc__, HERE, quick="30 ms runs instead of 50 ms")
+    quick = {"stop.time": "30ms"} if args.quick else {}
 
     shares: dict[tuple[str, bool], list[tuple[str, float]]] = {}
     for (setup, eqds), (scenario, overrides) in RUNS.items():
         name = f"{setup}-{'eqds' if eqds else 'plain'}"
-        flows = load_flows(run_case(args, HERE / scenario, name, overrides)).sort("id")
+        flows = load_flows(
+            run_case(args, HERE / scenario, name, overrides | quick)
+        ).sort("id")
         shares[(setup, eqds)] = list(
             zip(flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list())
         )
@@ -62,7 +65,10 @@ def main() -> int:
     vegas_extra: dict[str, list[tuple[str, float]]] = {}
     for i, (label, extra) in enumerate(VEGAS_EXTRA.items()):
         sweep = run_case(
-            args, HERE / "scenario-vegas.toml", f"vegas-extra{i}", WITH_EQDS | extra
+            args,
+            HERE / "scenario-vegas.toml",
+            f"vegas-extra{i}",
+            WITH_EQDS | extra | quick,
         )
         flows = load_flows(sweep).sort("id")
         vegas_extra[label] = [
@@ -96,8 +102,10 @@ def main() -> int:
         "UDP: 4 NewReno senders, a line-rate UDP sender from 10 ms (gaps jittered "
         "+-50%), throughput over 20-50 ms; without EQDS a 100-packet drop-tail queue. "
         "Mixed: Cubic, NewReno and DCTCP, throughput over 10-50 ms; without EQDS a "
-        "100-packet queue marking ECN beyond 20 packets. With EQDS: NDP mode, 100-packet "
-        "EQIF queues, 15-packet trimming switch queue.",
+        "100-packet queue marking ECN beyond 20 packets. Vegas: Cubic and Vegas, "
+        "throughput over 10-50 ms; without EQDS a 100-packet drop-tail queue. With EQDS: "
+        "NDP mode, 100-packet EQIF queues, 15-packet trimming switch queue."
+        + (" (QUICK: runs end at 30 ms)" if args.quick else ""),
         quantities=[
             Quantity(
                 "without EQDS: UDP throughput (Gb/s)", 25.0, round(udp_plain, 3), 2.5

@@ -163,3 +163,15 @@ def test_fig15_runs_through_eqds_lab_quick(tmp_path):
     assert rts["jain"] > 0.99 and rts["ping_rise_us"] < 50, seen
     assert (tmp_path / "fig15.png").read_bytes()[:8] == PNG_MAGIC
     assert (tmp_path / "fig16.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_sharing_runs_through_eqds_lab_quick(tmp_path):
+    """A short instance of experiments/sharing: without EQDS a line-rate UDP sender
+    starves TCP and Cubic starves Vegas; with EQDS every receiver is shared fairly,
+    and Vegas falls short only where its tunnel asks credit for its backlog alone."""
+    run_quick("sharing", tmp_path, must_pass=True)
+    seen = json.loads((tmp_path / "result.json").read_text())["also_measured"]
+    vegas = {k: dict(v) for k, v in seen["vegas_with_eqds_gbps"].items()}
+    assert vegas["Vegas alone"]["vegas"] > 20, vegas
+    assert vegas["Vegas alone, credit for the backlog only"]["vegas"] < 12, vegas
+    assert (tmp_path / "sharing.png").read_bytes()[:8] == PNG_MAGIC
