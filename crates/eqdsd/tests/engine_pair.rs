@@ -590,3 +590,16 @@ fn a_long_send_queue_marks_ipv6_ecn_capable_packets() {
         .collect();
     assert_eq!(dscp[3], 0xb8 >> 2, "the DSCP is left alone");
 }
+
+#[test]
+fn red_marks_a_share_of_ecn_capable_packets_that_grows_with_the_queue() {
+    // A ramp from an empty queue to 100 packets: the k-th packet of a burst finds
+    // k - 1 queued and is marked with probability (k - 1) / 100, about 18 of 60.
+    let mut p = Pair::dual_stack("ecn_threshold = 0\necn_max_threshold = 100\nsend_queue = 100");
+    for tag in 0..60 {
+        Pair::write_tun(&mut p.a, 0, &ip6_packet(1, 2, 0x02, tag, 1400));
+    }
+    let marked = p.a.counters().ecn_marked;
+    eprintln!("{marked} of 60 marked");
+    assert!((8..=30).contains(&marked), "{marked} of 60 marked");
+}
