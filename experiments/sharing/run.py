@@ -158,8 +158,13 @@ def main() -> int:
                 " Gb/s. Our default tunnels count the packets in flight as demand to come "
                 "(demand_lookahead = the window), as TCP's ACK clock makes them, so Vegas "
                 "alone fills the link ("
-                f"{dict(vegas_extra['Vegas alone'])['vegas']} Gb/s) and shares it with Cubic "
-                f"almost evenly (Jain {jain(rates[('vegas', True)]):.4f})."
+                f"{dict(vegas_extra['Vegas alone'])['vegas']} Gb/s); beside Cubic it still "
+                "gets less, "
+                f"{dict(shares[('vegas', True)])['vegas'] / 1e9:.2f} against "
+                f"{dict(shares[('vegas', True)])['cubic'] / 1e9:.2f} Gb/s (Jain "
+                f"{jain(rates[('vegas', True)]):.3f}): half the receiver's PULLs go to "
+                "Cubic, so Vegas's packets wait longer for credit, which it reads as "
+                "queueing; it backs off below its half, and Cubic takes the rest."
             ),
         ],
     )

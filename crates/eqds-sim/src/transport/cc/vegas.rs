@@ -3,13 +3,16 @@
 //! packets queued in the network.
 //!
 //! Once per round trip it compares the window with what the path's base RTT (the
-//! smallest ever seen) says it needs: `diff = cwnd (rtt - base) / rtt` packets are
-//! queued, with `rtt` the smallest sample of the round. Fewer than `ALPHA`: one more
-//! packet; more than `BETA`: one fewer; in between the window holds. Slow start
-//! runs as Reno's until a round finds more than `GAMMA` packets queued, then the
-//! window drops to what the base RTT needs. Rounds with fewer than three RTT samples
-//! tell too little (delayed ACKs) and grow as Reno would. Losses, timeouts and ECN
-//! echoes are answered as Reno does.
+//! smallest ever seen) says it needs, with `rtt` the smallest sample of the round:
+//! `diff = cwnd (rtt - base) / base` (Linux's form; Brakmo and Peterson divide by
+//! `rtt`, which lets more queue build before it reacts). Below `ALPHA`: one more
+//! packet; above `BETA`: one fewer; in between the window holds. Slow start runs as
+//! Reno's until a round finds `diff` above `GAMMA`, then the window drops to what the
+//! base RTT needs, `cwnd base / rtt`. Rounds with fewer than three RTT samples tell
+//! too little (delayed ACKs) and grow as Reno would. Losses, timeouts and ECN echoes
+//! are answered as Reno does, and a new round starts after them (Linux re-enables
+//! Vegas when it returns to the Open state). Linux also forgets the base RTT after
+//! an idle period; flows here are not left idle, so it is kept for the flow's life.
 //!
 //! The paper's Figure 18 names it as the exception to EQDS's fair sharing: the time
 //! packets wait in the sending EQIF counts as queueing to Vegas, so it stops growing
@@ -40,6 +43,8 @@ pub struct Vegas {
     samples: u32,
     /// The round ends when this byte is acknowledged (snd_nxt at its start).
     round_end: u64,
+    /// A loss or timeout intervened: the next ACK starts a new round, undecided.
+    restart: bool,
 }
 
 impl Vegas {
@@ -51,17 +56,26 @@ impl Vegas {
             round_min_rtt: Time::MAX,
             samples: 0,
             round_end: 0,
+            restart: false,
         }
+    }
+
+    /// Forgets the round in progress: what it sampled predates the loss.
+    fn reset_round(&mut self) {
+        self.round_min_rtt = Time::MAX;
+        self.samples = 0;
+        self.restart = true;
     }
 
     /// The end-of-round verdict, on the ACK that closed the round.
     fn adjust(&mut self, ack: &AckEvent) {
         let (rtt, base) = (self.round_min_rtt, self.base_rtt);
         let (cwnd, ssthresh) = (self.reno.window(), self.reno.ssthresh());
-        let packets = cwnd / self.mss;
+        let packets = u128::from(cwnd / self.mss);
+        let (rtt, base) = (u128::from(rtt), u128::from(base));
         // Packets this window keeps queued, and the window the base RTT needs.
-        let queued = packets * (rtt - base) / rtt;
-        let target = packets * base / rtt;
+        let queued = (packets * (rtt - base) / base) as u64;
+        let target = (packets * base / rtt) as u64;
         let (cwnd, ssthresh) = if self.reno.in_slow_start() {
             if queued <= GAMMA {
                 self.reno.on_ack(ack);
@@ -97,7 +111,11 @@ impl CongestionControl for Vegas {
             self.round_min_rtt = self.round_min_rtt.min(rtt);
             self.samples += 1;
         }
-        if ack.snd_una > self.round_end {
+        if self.restart {
+            self.restart = false;
+            self.round_end = ack.snd_nxt;
+            self.reno.on_ack(ack);
+        } else if ack.snd_una > self.round_end {
             self.round_end = ack.snd_nxt;
             if self.samples < MIN_SAMPLES {
                 self.reno.on_ack(ack);
@@ -117,10 +135,12 @@ impl CongestionControl for Vegas {
 
     fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
         self.reno.on_loss(now, flight, mss);
+        self.reset_round();
     }
 
     fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
         self.reno.on_timeout(now, flight, mss);
+        self.reset_round();
     }
 }
 
@@ -161,7 +181,7 @@ mod tests {
 
     #[test]
     fn holds_the_window_while_alpha_to_beta_packets_are_queued() {
-        // 20 packets at 12 us against a 10 us base: 20 * 2/12 = 3 queued.
+        // 20 packets at 12 us against a 10 us base: diff = 20 * 2/10 = 4.
         let mut v = avoiding(20);
         let mut at = 0;
         for _ in 0..5 {
@@ -178,7 +198,7 @@ mod tests {
         assert_eq!(v.window(), 21 * MSS);
         round(&mut v, at, 21, 10 * US);
         assert_eq!(v.window(), 22 * MSS);
-        // At twice the base RTT half the window is queued: -1 per round.
+        // At twice the base RTT diff is the whole window: -1 per round.
         let mut v = avoiding(20);
         round(&mut v, 0, 20, 20 * US);
         assert_eq!(v.window(), 19 * MSS);
@@ -191,8 +211,8 @@ mod tests {
         let at = round(&mut v, 0, 10, 10 * US);
         assert_eq!(v.window(), 20 * MSS);
         // The next round sees 15 us. Slow start grows through it (19 more packets)
-        // until its last ACK finds 39 * 5/15 = 13 packets queued: the window drops
-        // to the 39 * 10/15 = 26 the base RTT needs, plus one.
+        // until its last ACK finds diff = 39 * 5/10 = 19: the window drops to the
+        // 39 * 10/15 = 26 the base RTT needs, plus one.
         round(&mut v, at, 20, 15 * US);
         assert_eq!(v.window(), 27 * MSS);
         assert_eq!(v.ssthresh(), 26 * MSS);
@@ -204,5 +224,39 @@ mod tests {
         // Two ACKs of a whole window each (stretch ACKs): too few to judge.
         round(&mut v, 0, 2, 20 * US);
         assert_eq!(v.window(), 20 * MSS);
+    }
+
+    #[test]
+    fn a_loss_starts_a_new_round_without_judging_the_old_one() {
+        let mut v = avoiding(20);
+        // Half a round of samples at twice the base RTT, then a loss.
+        v.round_end = 20 * MSS;
+        for i in 1..=10 {
+            v.on_ack(&AckEvent {
+                now: 0,
+                acked: MSS,
+                ce: 0,
+                rtt: Some(20 * US),
+                snd_una: i * MSS,
+                snd_nxt: 40 * MSS,
+                mss: MSS,
+            });
+        }
+        v.on_loss(0, 20 * MSS, MSS);
+        assert_eq!(v.window(), 10 * MSS);
+        // The first ACK after recovery opens a round; its samples alone decide it.
+        let at = 30 * MSS;
+        v.on_ack(&AckEvent {
+            now: 0,
+            acked: MSS,
+            ce: 0,
+            rtt: Some(10 * US),
+            snd_una: at,
+            snd_nxt: at + 10 * MSS,
+            mss: MSS,
+        });
+        assert_eq!(v.window(), 10 * MSS, "no verdict on the stale samples");
+        round(&mut v, at + 10 * MSS, 10, 10 * US);
+        assert_eq!(v.window(), 11 * MSS, "nothing queued in the new round: +1");
     }
 }
