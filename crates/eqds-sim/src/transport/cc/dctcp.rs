@@ -55,6 +55,10 @@ impl CongestionControl for Dctcp {
         self.reno.on_ack(ack);
     }
 
+    fn ecn_in_recovery(&self) -> bool {
+        true
+    }
+
     fn on_ecn(&mut self, ack: &AckEvent) {
         self.window_acked += ack.acked;
         self.window_marked += ack.ce;

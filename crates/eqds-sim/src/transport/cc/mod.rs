@@ -44,9 +44,16 @@ pub trait CongestionControl: SaveState {
     fn ssthresh(&self) -> u64;
     /// An ACK advanced the cumulative point outside loss recovery.
     fn on_ack(&mut self, ack: &AckEvent);
-    /// Called on every ACK carrying CE echoes, also during recovery (DCTCP reacts to
-    /// marks in every window). The default ignores ECN.
+    /// Called on every ACK outside loss recovery, and during it too if
+    /// [`CongestionControl::ecn_in_recovery`] says so. The default ignores ECN.
     fn on_ecn(&mut self, _ack: &AckEvent) {}
+    /// Whether `on_ecn` also sees the ACKs of loss recovery. DCTCP's estimate counts
+    /// every window's marks; controllers that answer a mark as a loss must not cut
+    /// again for the window the loss already cut (RFC 3168 §6.1.2; Linux enters CWR
+    /// only from the Open state).
+    fn ecn_in_recovery(&self) -> bool {
+        false
+    }
     /// Loss detected by duplicate ACKs: shrink the window (`flight` bytes outstanding).
     fn on_loss(&mut self, now: Time, flight: u64, mss: u64);
     /// Retransmission timeout: collapse to the loss window.

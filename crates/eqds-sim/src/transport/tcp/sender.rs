@@ -325,7 +325,7 @@ impl TcpSender {
             snd_nxt: self.snd_nxt,
             mss: self.mss(),
         };
-        if self.cfg.ecn {
+        if self.cfg.ecn && (self.recovery.is_none() || self.cc.ecn_in_recovery()) {
             self.cc.on_ecn(&event);
         }
         match self.recovery {
@@ -410,7 +410,7 @@ impl TcpSender {
                 snd_nxt: self.snd_nxt,
                 mss,
             };
-            if self.cfg.ecn {
+            if self.cfg.ecn && (self.recovery.is_none() || self.cc.ecn_in_recovery()) {
                 self.cc.on_ecn(&event);
             }
             match self.recovery {
