@@ -20,8 +20,8 @@ pub const CERTAIN: u32 = 1_000_000;
 pub struct Red {
     /// A packet joining a shorter queue is never marked.
     pub min_bytes: u64,
-    /// A packet joining a queue at least this long is always marked. At most
-    /// `min_bytes` (a step): marked from `min_bytes` on.
+    /// A packet joining a queue at least this long is always marked. If not above
+    /// `min_bytes`, a step: every packet is marked from `min_bytes` on.
     pub max_bytes: u64,
     /// Marking probability just below `max_bytes`, in millionths (0 to [`CERTAIN`]).
     pub max_p_ppm: u32,

@@ -77,17 +77,22 @@ fn stalled_tunnel_sends_rts_after_the_credit_loss_timeout() {
     assert_eq!(tx[0].header.pull_target, 2);
 }
 
-#[test]
-fn a_busy_receiver_gets_its_busy_time_before_a_stalled_tunnel_asks_again() {
+/// A tunnel with backlog whose one packet was paid for and then ACKed at 20 ps by a
+/// receiver saying it stays busy for `busy_ns` more: stalled from then on.
+fn stalled_behind_a_busy_receiver(busy_ns: u32) -> Sender<u32> {
     let mut s = loaded(Mode::Rts, 3);
     drain(&mut s, 0);
-    // One packet paid for and ACKed by a receiver busy for 5 ms more (ns): its
-    // next PULL to us may take that long in a large incast.
     s.handle_control(10, 1, &pull(1));
     drain(&mut s, 10);
-    let busy_ns = 5_000_000;
     s.handle_control(20, 1, &control(ControlKind::Ack, 0, 1, busy_ns));
-    let busy_until = 20 + Time::from(busy_ns) * 1_000;
+    s
+}
+
+#[test]
+fn a_busy_receiver_gets_its_busy_time_before_a_stalled_tunnel_asks_again() {
+    // Busy for 10 us: its next PULL to us may take that long in a large incast.
+    let mut s = stalled_behind_a_busy_receiver(10_000);
+    let busy_until = 20 + 10_000 * 1_000;
     assert!(busy_until > 20 + 2 * RTO);
     assert_eq!(s.poll_timeout(), Some(busy_until));
     s.handle_timeout(20 + 2 * RTO);
@@ -98,6 +103,18 @@ fn a_busy_receiver_gets_its_busy_time_before_a_stalled_tunnel_asks_again() {
     let tx = drain(&mut s, busy_until);
     assert_eq!(tx[0].header.kind, DataKind::Rts);
     assert_eq!(s.tunnel(1).unwrap().credit_loss_rts, 1);
+}
+
+#[test]
+fn a_long_busy_time_delays_the_credit_loss_rts_by_eight_timeouts_at_most() {
+    // Busy for 5 ms, the PULLs owed to every sender: a PULL owed to this tunnel
+    // comes within one round of them, far sooner, so a lost one is repaired after
+    // BUSY_WAIT_TIMEOUTS credit-loss timeouts (2 RTO each here).
+    let mut s = stalled_behind_a_busy_receiver(5_000_000);
+    let capped = 20 + super::super::tunnel::BUSY_WAIT_TIMEOUTS * 2 * RTO;
+    assert_eq!(s.poll_timeout(), Some(capped));
+    s.handle_timeout(capped);
+    assert_eq!(drain(&mut s, capped)[0].header.kind, DataKind::Rts);
 }
 
 #[test]
