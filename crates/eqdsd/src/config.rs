@@ -532,8 +532,11 @@ impl Config {
                 ),
             ));
         }
-        if !(e.ecn_max_p > 0.0 && e.ecn_max_p <= 1.0) {
-            return Err(invalid("eqds.ecn_max_p", "must be in (0, 1]"));
+        if !(e.ecn_max_p >= 1e-6 && e.ecn_max_p <= 1.0) {
+            return Err(invalid(
+                "eqds.ecn_max_p",
+                "must be in [1e-6, 1] (marking probabilities are counted in millionths)",
+            ));
         }
         if !(1..=64).contains(&e.pull_burst) {
             return Err(invalid("eqds.pull_burst", "must be 1..=64"));

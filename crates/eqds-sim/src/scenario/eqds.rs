@@ -221,18 +221,16 @@ impl EqdsSpec {
         if self.nic_limit == 0 {
             return Err("nic_limit: must be at least 1 packet".into());
         }
-        if self.ecn_threshold == Some(0) {
-            return Err("ecn_threshold: must be at least 1 packet".into());
-        }
         let ecn_min = self.ecn_threshold.unwrap_or(self.send_queue.div_ceil(4));
         if let Some(max) = self.ecn_max_threshold.filter(|&m| m < ecn_min) {
             return Err(format!(
                 "ecn_max_threshold: {max} packets is below ecn_threshold ({ecn_min})"
             ));
         }
-        if !(self.ecn_max_p > 0.0 && self.ecn_max_p <= 1.0) {
+        if !(self.ecn_max_p >= 1e-6 && self.ecn_max_p <= 1.0) {
             return Err(format!(
-                "ecn_max_p: must be within (0, 1], got {}",
+                "ecn_max_p: must be within [1e-6, 1] (marking probabilities are counted \
+                 in millionths), got {}",
                 self.ecn_max_p
             ));
         }
