@@ -101,4 +101,32 @@ mod tests {
         let marked = (0..100_000).filter(|_| red.decide(50, &mut rng)).count();
         assert!((19_000..21_000).contains(&marked), "{marked}");
     }
+
+    proptest::proptest! {
+        /// Whatever the thresholds: no mark below the lower one, certain marks from
+        /// the upper one, and in between a probability that never falls as the queue
+        /// grows and never exceeds `max_p` before the upper threshold.
+        #[test]
+        fn the_probability_rises_with_the_queue_within_its_bounds(
+            min in 0u64..1_000_000,
+            span in 0u64..1_000_000,
+            max_p in 1u32..=CERTAIN,
+            a in 0u64..3_000_000,
+            b in 0u64..3_000_000,
+        ) {
+            let red = Red { min_bytes: min, max_bytes: min + span, max_p_ppm: max_p };
+            let (lo, hi) = (a.min(b), a.max(b));
+            proptest::prop_assert!(red.probability_ppm(lo) <= red.probability_ppm(hi));
+            for q in [lo, hi] {
+                let p = red.probability_ppm(q);
+                if q < min {
+                    proptest::prop_assert_eq!(p, 0);
+                } else if q >= min + span {
+                    proptest::prop_assert_eq!(p, CERTAIN);
+                } else {
+                    proptest::prop_assert!(p <= max_p);
+                }
+            }
+        }
+    }
 }
