@@ -263,7 +263,7 @@ impl Engine {
     }
 
     /// An inner packet of `len` bytes, read from the TUN device into buffer `id` at
-    /// [`INNER`](crate::pool::INNER). The engine owns the buffer from here on.
+    /// [`INNER`]. The engine owns the buffer from here on.
     pub fn handle_tun(&mut self, now: Time, id: BufId, len: usize) {
         self.counters.tun_rx_packets += 1;
         self.pool.set_len(id, len);

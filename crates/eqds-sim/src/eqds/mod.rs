@@ -6,7 +6,7 @@
 //! - **Packets.** The EQIFs' packet handle is the simulator's [`PacketId`]. A packet
 //!   written into EQDS stays in the slab, owned by the sending EQIF until its ACK.
 //!   Each transmission is a copy of it, `overhead` bytes bigger, whose 16-byte EQDS
-//!   header is encoded into a side table ([`encap`]) rather than widening every
+//!   header is encoded into a side table (`encap.rs`) rather than widening every
 //!   packet: switches only read the packet, receivers decode the real wire format.
 //! - **Time.** One lazily re-armed timer event per host covers the PULL pacer, the
 //!   retransmit and credit-loss timers and the reorder queues' hole timers.

@@ -35,7 +35,7 @@ const GRO_BUFFER: usize = 1 << 16;
 /// Datagrams per GSO message: the kernel's `UDP_MAX_SEGMENTS` before Linux 6.2.
 const GSO_MAX_SEGMENTS: usize = 64;
 
-/// Coalesced reads per recvmmsg with GRO on, each into a buffer of [`GRO_BUFFER`]
+/// Coalesced reads per recvmmsg with GRO on, each into a buffer of `GRO_BUFFER`
 /// bytes.
 pub const GRO_BATCH: usize = 8;
 
@@ -329,7 +329,7 @@ impl Sockets {
     }
 
     /// Sends `datagrams` (header, then the inner packet of the payload buffer) through
-    /// socket `path`, up to [`GSO_MAX_SEGMENTS`] per sendmmsg. Returns how many the
+    /// socket `path`, up to `GSO_MAX_SEGMENTS` per sendmmsg. Returns how many the
     /// kernel refused (they are dropped: EQDS recovers DATA by retransmission and credit
     /// by pull numbers) and how many messages carried the rest.
     pub fn send_all(&self, pool: &Pool, datagrams: &[Datagram], path: usize) -> Sent {
