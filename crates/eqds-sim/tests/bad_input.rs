@@ -214,6 +214,14 @@ fn workload_specific_checks() {
         ("kind = \"incast\"\nreceiver = 99\nsenders = 2", "receiver"),
         ("kind = \"incast\"\nsender_hosts = [0]", "receiver"),
         (
+            "kind = \"incast\"\nsender_hosts = \"1-20\"",
+            "sender_hosts[15]",
+        ),
+        (
+            "kind = \"incast\"\nsender_hosts = \"3-1\"",
+            "runs backwards",
+        ),
+        (
             "kind = \"flows\"\nflows = [{ src = 1, dst = 1 }]",
             "src and dst",
         ),

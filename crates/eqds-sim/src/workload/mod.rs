@@ -7,10 +7,13 @@
 
 mod cdf;
 mod closed_loop;
+mod hosts;
 mod htsim_cm;
 mod patterns;
 mod ping;
 mod poisson;
+
+pub use hosts::HostList;
 
 pub use cdf::FlowSizeCdf;
 pub use closed_loop::ClosedLoop;
@@ -51,7 +54,7 @@ pub enum WorkloadSpec {
         #[serde(default)]
         receiver: u32,
         senders: Option<u32>,
-        sender_hosts: Option<Vec<u32>>,
+        sender_hosts: Option<HostList>,
         size: Option<Bytes>,
         /// Flows start at `start`, or uniformly within `[start, start + start_spread)`.
         #[serde(default)]
@@ -78,10 +81,10 @@ pub enum WorkloadSpec {
         /// Hosts that download (the first `clients`; all by default).
         clients: Option<u32>,
         /// The hosts that download, instead of the first `clients`.
-        client_hosts: Option<Vec<u32>>,
+        client_hosts: Option<HostList>,
         /// Bind the clients to these servers, client k to `server_hosts[k % len]`
         /// (default: each download from a random other host).
-        server_hosts: Option<Vec<u32>>,
+        server_hosts: Option<HostList>,
         #[serde(default = "one")]
         concurrency: u32,
         /// Pause between a completion and the next request.
@@ -321,7 +324,7 @@ impl WorkloadSpec {
                         if list.is_empty() {
                             return Err(format!("{name}: must not be empty"));
                         }
-                        for &h in list {
+                        for &h in list.iter() {
                             check_host(name, h, n_hosts)?;
                         }
                     }
@@ -441,7 +444,7 @@ impl WorkloadSpec {
             } => {
                 let p = proto(protocol);
                 let list = match (senders, sender_hosts) {
-                    (_, Some(list)) => list.clone(),
+                    (_, Some(list)) => list.to_vec(),
                     (Some(k), None) => patterns::choose_others(ctx.rng, n, *receiver, *k),
                     (None, None) => unreachable!("validated"),
                 };
@@ -495,7 +498,7 @@ impl WorkloadSpec {
             } => {
                 let mut driver = ClosedLoop::new(n, size.0, think_time.0, proto(protocol));
                 let hosts: Vec<u32> = match client_hosts {
-                    Some(list) => list.clone(),
+                    Some(list) => list.to_vec(),
                     None => (0..clients.unwrap_or(n)).collect(),
                 };
                 if let Some(servers) = server_hosts {
