@@ -20,6 +20,8 @@
 //!   bounded by W, with a hole timeout and an unordered bypass.
 //! - [`tunnel`]: the sender and receiver tunnel state machines of Appendix A: zero-RTT
 //!   setup, epochs and self-synchronisation.
+//! - [`uplink`]: several sending EQIFs of a host sharing its link by deficit round
+//!   robin (weighted, with optional strict priority levels).
 //! - [`eqif`]: the receiving EQIF joined up: per peer a tunnel state machine and a
 //!   reorder queue next to the credit scheduler, delivering payloads to the host.
 //!
@@ -37,4 +39,5 @@ pub mod rtt;
 pub mod sender;
 pub mod time;
 pub mod tunnel;
+pub mod uplink;
 pub mod wire;

@@ -651,6 +651,26 @@ impl<P: Clone> Sender<P> {
         None
     }
 
+    /// Bytes on the wire of the packet [`Sender::poll_transmit`] would return now,
+    /// without sending it: what an uplink scheduler shared with other EQIFs
+    /// ([`crate::uplink`]) needs to charge a turn before taking it. Tunnels left on
+    /// the ready list that can no longer send are dropped from it, as
+    /// `poll_transmit` would.
+    pub fn peek_transmit_len(&mut self) -> Option<u32> {
+        while let Some(&idx) = self.ready.front() {
+            let t = &mut self.tunnels[idx];
+            if t.rts_pending {
+                return Some(self.config.overhead);
+            }
+            if t.can_send_data() {
+                return t.head_len();
+            }
+            t.ready = false;
+            self.ready.pop_front();
+        }
+        None
+    }
+
     /// A packet the receiver ACKed, whose payload the caller frees. Call after
     /// [`Sender::handle_control`] until it returns `None`.
     pub fn poll_acked(&mut self) -> Option<Acked<P>> {

@@ -193,7 +193,7 @@ impl<P> Tunnel<P> {
     }
 
     /// Charged length of the packet that would be sent next.
-    fn head_len(&self) -> Option<u32> {
+    pub(super) fn head_len(&self) -> Option<u32> {
         self.retransmit
             .front()
             .map(|p| p.len)
