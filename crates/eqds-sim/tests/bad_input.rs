@@ -166,6 +166,36 @@ fn each_mistake_is_named() {
         ("[stop]", "[eqds]\necn_max_p = 0\n[stop]", "eqds.ecn_max_p"),
         (
             "[stop]",
+            "[[eqds.eqifs]]\nweight = 0\n[stop]",
+            "eqds.eqifs[0].weight: must be at least 1",
+        ),
+        (
+            "[stop]",
+            "[[eqds.eqifs]]\nweigth = 2\n[stop]",
+            "weigth",
+        ),
+        (
+            "[stop]",
+            "[[eqds.eqifs]]\npriority = 300\n[stop]",
+            "eqds.eqifs",
+        ),
+        (
+            "[stop]",
+            "[[eqds.eqifs]]\n[[eqds.eqifs]]\nworkloads = [1]\n[stop]",
+            "eqds.eqifs[1].workloads: no workload 1 (there are 1, numbered from 0)",
+        ),
+        (
+            "[stop]",
+            "[[eqds.eqifs]]\nworkloads = [0]\n[[eqds.eqifs]]\nworkloads = [0]\n[stop]",
+            "eqds.eqifs[1].workloads: workload 0 already writes into eqds.eqifs[0]",
+        ),
+        (
+            "[stop]",
+            "[eqds]\nlegacy_workloads = [0]\n[[eqds.eqifs]]\nworkloads = [0]\n[stop]",
+            "eqds.eqifs[0].workloads: workload 0 is legacy traffic",
+        ),
+        (
+            "[stop]",
             "[host]\nlinks = [{ hosts = [16], rate = \"1Gbps\" }]\n[stop]",
             "host.links[0].hosts: no host 16 (the topology has 16",
         ),
@@ -204,6 +234,24 @@ fn each_mistake_is_named() {
             "`{to}`: message does not mention `{expect}`: {msg}"
         );
     }
+}
+
+#[test]
+fn at_most_256_eqifs_per_host() {
+    let text = VALID.replace(
+        "[stop]",
+        &format!("{}[stop]", "[[eqds.eqifs]]\n".repeat(257)),
+    );
+    let err = error_of(&text);
+    assert!(
+        err.contains("eqds.eqifs: at most 256 EQIFs per host, got 257"),
+        "{err}"
+    );
+    let text = VALID.replace(
+        "[stop]",
+        &format!("{}[stop]", "[[eqds.eqifs]]\n".repeat(256)),
+    );
+    Scenario::from_str_with(&text, "ok.toml", ".".into(), &[]).unwrap();
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! EQDS in the simulator: the layer between the transports and the NIC of every host.
 //!
-//! Each host runs one sending EQIF ([`Sender`]) and one receiving EQIF
-//! ([`ReceivingEqif`]) from `eqds-proto`, the same protocol code the Linux daemon
-//! runs. The simulator only supplies what the daemon gets from the kernel:
+//! Each host runs one or more sending EQIFs ([`Sender`]s, sharing its uplink
+//! through an [`Uplink`]) and one receiving EQIF ([`ReceivingEqif`]) from
+//! `eqds-proto`, the same protocol code the Linux daemon runs. A flow writes into
+//! the EQIF its workload is assigned to (`[[eqds.eqifs]]`); a receiver keeps each
+//! sending EQIF of a host apart as its own peer ([`rx_peer`]). The simulator only supplies what the daemon gets from the kernel:
 //! - **Packets.** The EQIFs' packet handle is the simulator's [`PacketId`]. A packet
 //!   written into EQDS stays in the slab, owned by the sending EQIF until its ACK.
 //!   Each transmission is a copy of it, `overhead` bytes bigger, whose 16-byte EQDS
@@ -26,14 +28,16 @@ mod world;
 pub use encap::TagTable;
 pub use world::Writer;
 
-use crate::ids::{EndpointId, HostId};
-use crate::scenario::{EqdsMode, EqdsPolicy, EqdsSpec};
+use crate::flow::FlowRecord;
+use crate::ids::{EndpointId, FlowId, HostId};
+use crate::scenario::{EqdsMode, EqdsPolicy, EqdsSpec, MAX_EQIFS};
 use crate::units::Time;
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::receiver::{Policy, ReceiverConfig};
 use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{Mode, Red, Sender, SenderConfig, ECN_CERTAIN};
+use eqds_proto::sender::{Mode, PeerId, Red, Sender, SenderConfig, ECN_CERTAIN};
 use eqds_proto::tunnel::RxConfig;
+use eqds_proto::uplink::{Share, Uplink};
 
 use crate::ids::PacketId;
 
@@ -88,6 +92,12 @@ pub struct EqdsSettings {
     /// Some flows are legacy traffic that goes around EQDS (`legacy_workloads`):
     /// only then does sending look up the flow.
     pub has_legacy: bool,
+    /// Each host's sending EQIFs, by index (and sender id): how they share the
+    /// uplink, and how receivers with a weighted or priority policy pull them.
+    pub eqifs: Vec<Share>,
+    /// EQIF of each workload's flows, indexed by workload; workloads beyond the
+    /// end use EQIF 0.
+    eqif_of_workload: Vec<u8>,
 }
 
 impl EqdsSettings {
@@ -148,7 +158,43 @@ impl EqdsSettings {
             path_avoidance: spec.path_avoidance.0,
             loss_reorder_window: spec.loss_reorder_window.0,
             has_legacy: !spec.legacy_workloads.is_empty(),
+            eqifs: if spec.eqifs.is_empty() {
+                vec![Share::default()]
+            } else {
+                spec.eqifs
+                    .iter()
+                    .map(|e| Share {
+                        weight: e.weight,
+                        priority: e.priority,
+                    })
+                    .collect()
+            },
+            eqif_of_workload: {
+                let mut of = Vec::new();
+                for (e, eqif) in spec.eqifs.iter().enumerate() {
+                    for &w in &eqif.workloads {
+                        let w = w as usize;
+                        if of.len() <= w {
+                            of.resize(w + 1, 0);
+                        }
+                        of[w] = e as u8;
+                    }
+                }
+                of
+            },
         }
+    }
+
+    /// The sending EQIF that `flow` writes into: its workload's.
+    #[inline]
+    pub fn eqif_of_flow(&self, flows: &[FlowRecord], flow: FlowId) -> usize {
+        if self.eqif_of_workload.is_empty() {
+            return 0;
+        }
+        flows
+            .get(flow as usize)
+            .and_then(|f| self.eqif_of_workload.get(usize::from(f.spec.origin)))
+            .map_or(0, |&e| usize::from(e))
     }
 
     /// The shortest slow timer: no retransmit, credit-loss or hole timer set at
@@ -200,9 +246,9 @@ pub struct EqdsCounters {
     pub malformed: u64,
 }
 
-/// One host's EQDS: its two EQIFs and its timer.
+/// One host's EQDS: its sending EQIFs, its receiving EQIF and its timer.
 pub struct EqdsHost {
-    pub tx: Sender<PacketId>,
+    pub tx: Uplink<PacketId>,
     pub rx: ReceivingEqif<PacketId>,
     /// Earliest `EqdsTimer` event queued for this host (`Time::MAX` if none).
     timer_queued: Time,
@@ -212,8 +258,8 @@ pub struct EqdsHost {
     /// Earliest of the slow timers (retransmit, credit loss, reorder holes) as of
     /// the last scan of every tunnel, or when to look again; see `world.rs`.
     slow_due: Time,
-    /// Writers waiting for room towards a destination.
-    blocked: Vec<(HostId, EndpointId)>,
+    /// Writers waiting for room towards a destination: (EQIF, destination, writer).
+    blocked: Vec<(u8, HostId, EndpointId)>,
     /// A writer joined `blocked` since the pump last looked for room. Otherwise only
     /// a transmission can make room (the simulator never drops tunnels), so the pump
     /// looks only then: the look costs a tunnel lookup per blocked writer.
@@ -223,6 +269,17 @@ pub struct EqdsHost {
     /// path the control of every host of a pod (two per data packet) would
     /// overload that path's links (k=16 at 100 Gbps: 200 Gb/s on one agg uplink).
     next_control_path: u16,
+}
+
+impl EqdsHost {
+    /// Writer `ep` waits for room in EQIF `eqif`'s send queue towards `dst`.
+    fn block(&mut self, eqif: usize, dst: HostId, ep: EndpointId) {
+        let entry = (eqif as u8, dst, ep);
+        if !self.blocked.contains(&entry) {
+            self.blocked.push(entry);
+            self.blocked_new = true;
+        }
+    }
 }
 
 /// EQDS on every host of a run.
@@ -246,7 +303,7 @@ impl EqdsLayer {
             .zip(seeds)
             .enumerate()
             .map(|(h, (&rate, &seed))| EqdsHost {
-                tx: Sender::new(SenderConfig {
+                tx: sending_eqifs(&settings.eqifs, |eqif| SenderConfig {
                     mode: settings.mode,
                     mtu: settings.mtu,
                     overhead: settings.overhead,
@@ -260,10 +317,12 @@ impl EqdsLayer {
                     rto: settings.rto,
                     credit_loss_timeout: settings.credit_loss_timeout,
                     paths: settings.paths,
-                    // Ids are per-EQIF; one EQIF per host, so the host id serves.
-                    sender_id: h as u16,
+                    // Receivers tell a host's EQIFs apart by it (`rx_peer`).
+                    sender_id: eqif as u16,
                     next_proto: eqds_proto::wire::NextProto::Ipv4,
-                    seed,
+                    // The first EQIF keeps the host's seed, so adding EQIFs moves no
+                    // epoch or path choice of the first.
+                    seed: seed ^ (eqif as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                     path_stats: settings.path_stats,
                     path_avoidance: settings.path_avoidance,
                     loss_reorder_window: settings.loss_reorder_window,
@@ -312,11 +371,11 @@ impl EqdsLayer {
     /// the slower of the two NICs, since the receiver paces PULLs at its own rate and a
     /// sender can send no faster than its own.
     #[inline]
-    pub fn size_new_tunnel(&mut self, host: HostId, dst: HostId) {
+    pub fn size_new_tunnel(&mut self, host: HostId, eqif: usize, dst: HostId) {
         let Some(rtt) = self.settings.tunnel_rtt else {
             return;
         };
-        let tx = &mut self.hosts[host as usize].tx;
+        let tx = self.hosts[host as usize].tx.eqif_mut(eqif);
         if tx.tunnel_state(dst).is_some() {
             return;
         }
@@ -329,7 +388,7 @@ impl EqdsLayer {
     pub fn tunnel_totals(&self) -> TunnelTotals {
         let mut t = TunnelTotals::default();
         for host in &self.hosts {
-            for (_, s) in host.tx.tunnels() {
+            for (_, s) in host.tx.eqifs().flat_map(Sender::tunnels) {
                 t.tunnels += 1;
                 t.retransmits += s.retransmits;
                 t.rto_expiries += s.rto_expiries;
@@ -348,6 +407,30 @@ impl EqdsLayer {
         }
         t
     }
+}
+
+/// The sending EQIFs of one host: EQIF `i` has sender id `i` and `config(i)`.
+fn sending_eqifs(shares: &[Share], config: impl Fn(usize) -> SenderConfig) -> Uplink<PacketId> {
+    let mut uplink = Uplink::new();
+    for (eqif, &share) in shares.iter().enumerate() {
+        uplink.add(config(eqif), share);
+    }
+    uplink
+}
+
+/// The receiving EQIF's peer id for sending EQIF `eqif` (its sender id) of `host`:
+/// the host number with the EQIF in the top 8 bits, so a host's EQIFs are distinct
+/// senders and a host with one EQIF is known by its number.
+#[inline]
+pub fn rx_peer(host: HostId, eqif: u16) -> PeerId {
+    debug_assert!(usize::from(eqif) < MAX_EQIFS && host < 1 << 24);
+    (u32::from(eqif) << 24) | host
+}
+
+/// The host of a receiving EQIF's peer id ([`rx_peer`]).
+#[inline]
+pub fn rx_peer_host(peer: PeerId) -> HostId {
+    peer & 0x00FF_FFFF
 }
 
 /// Full packets of `mtu` bytes that a round trip of `rtt` holds at `rate` bit/s,

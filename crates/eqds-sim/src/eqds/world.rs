@@ -18,12 +18,13 @@
 //! the run loop, which owns the endpoints.
 
 use super::encap::{self, NO_FLOW};
-use super::EqdsLayer;
+use super::{rx_peer, rx_peer_host, EqdsLayer};
 use crate::engine::Event;
-use crate::ids::{EndpointId, HostId, PacketId};
+use crate::ids::{flow_of, EndpointId, HostId, PacketId};
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::sim::World;
 use crate::units::Time;
+use eqds_proto::receiver::Policy;
 use eqds_proto::sender::EnqueueError;
 use eqds_proto::wire::Header;
 
@@ -44,18 +45,19 @@ impl World {
             .expect("EQDS entry points run only when the layer exists")
     }
 
-    /// Hands an inner packet to its source host's sending EQIF. Returns whether it
-    /// was accepted.
+    /// Hands an inner packet to its source host's sending EQIF (the one its flow's
+    /// workload writes into). Returns whether it was accepted.
     pub fn eqds_write(&mut self, now: Time, mut pkt: Packet, writer: Writer) -> bool {
         let mut eqds = self.take_eqds();
         let (host, dst, len) = (pkt.src, pkt.dst, pkt.size);
-        if pkt.has(flags::ECT) && eqds.hosts[host as usize].tx.mark_ce(dst) {
+        let eqif = eqds.settings.eqif_of_flow(&self.flows, pkt.flow);
+        if pkt.has(flags::ECT) && eqds.hosts[host as usize].tx.eqif_mut(eqif).mark_ce(dst) {
             pkt.flags |= flags::CE;
             eqds.counters.ecn_marked += 1;
         }
         let id = self.pkts.alloc(pkt);
-        eqds.size_new_tunnel(host, dst);
-        let tx = &mut eqds.hosts[host as usize].tx;
+        eqds.size_new_tunnel(host, eqif, dst);
+        let tx = eqds.hosts[host as usize].tx.eqif_mut(eqif);
         let queued = if eqds.settings.acks_first && pkt.kind == PacketKind::Ack {
             tx.enqueue_ahead(now, dst, len, id)
         } else {
@@ -70,11 +72,7 @@ impl World {
                 self.pkts.free(id);
                 eqds.counters.send_queue_full += 1;
                 if let Writer::Native(ep) = writer {
-                    let h = &mut eqds.hosts[host as usize];
-                    if !h.blocked.contains(&(dst, ep)) {
-                        h.blocked.push((dst, ep));
-                        h.blocked_new = true;
-                    }
+                    eqds.hosts[host as usize].block(eqif, dst, ep);
                 }
                 false
             }
@@ -103,15 +101,13 @@ impl World {
         if !eqds.settings.backpressure {
             return false;
         }
+        let eqif = eqds.settings.eqif_of_flow(&self.flows, flow_of(ep));
         let limit = eqds.settings.send_queue_bytes() / 4 * 3;
         let h = &mut eqds.hosts[host as usize];
-        if h.tx.send_queue_bytes(dst) < limit {
+        if h.tx.eqif(eqif).send_queue_bytes(dst) < limit {
             return false;
         }
-        if !h.blocked.contains(&(dst, ep)) {
-            h.blocked.push((dst, ep));
-            h.blocked_new = true;
-        }
+        h.block(eqif, dst, ep);
         true
     }
 
@@ -138,7 +134,12 @@ impl World {
             Ok((Header::Data(hdr), _)) if pkt.has(flags::RETURNED) => {
                 // Turned around by a switch: `src` is now where it was going.
                 eqds.counters.returned += 1;
-                h.tx.handle_returned(now, pkt.src, hdr.seq);
+                h.tx.handle_returned(now, pkt.src, &hdr);
+                self.pkts.free(id);
+            }
+            Ok((Header::Data(hdr), _)) if usize::from(hdr.sender_id) >= h.tx.len() => {
+                // Every host has the same EQIFs; an id beyond them is not ours.
+                eqds.counters.malformed += 1;
                 self.pkts.free(id);
             }
             Ok((Header::Control(_), _)) if pkt.has(flags::RETURNED) => {
@@ -149,7 +150,15 @@ impl World {
                 if hdr.trimmed {
                     eqds.counters.trimmed_received += 1;
                 }
-                h.rx.handle_data(now, pkt.src, &hdr, id, payload_len as usize);
+                let peer = rx_peer(pkt.src, hdr.sender_id);
+                if eqds.settings.policy != Policy::Fifo && h.tx.len() > 1 {
+                    // Pull each sending EQIF by its own share (a fair FIFO has none).
+                    let share = eqds.settings.eqifs[usize::from(hdr.sender_id)];
+                    let credit = h.rx.credit_mut();
+                    credit.set_weight(peer, share.weight);
+                    credit.set_class(peer, share.priority);
+                }
+                h.rx.handle_data(now, peer, &hdr, id, payload_len as usize);
                 while let Some(d) = h.rx.poll_deliver(now) {
                     self.release(&mut eqds.delivered, d.payload, &eqds.tags, overhead);
                 }
@@ -164,7 +173,7 @@ impl World {
                 }
                 h.tx.handle_control(now, pkt.src, &hdr);
                 self.pkts.free(id);
-                while let Some(acked) = h.tx.poll_acked() {
+                while let Some((_, acked)) = h.tx.poll_acked() {
                     let inner = *self.pkts.get(acked.payload);
                     if let (Some(rtt), Some(f)) =
                         (acked.rtt, self.flows.get_mut(inner.flow as usize))
@@ -235,7 +244,7 @@ impl World {
         while let Some((peer, hdr)) = h.rx.poll_control(now) {
             let path = h.next_control_path;
             h.next_control_path = (path + 1) % eqds.settings.paths;
-            let pkt = encap::header_packet(host, peer, overhead, path);
+            let pkt = encap::header_packet(host, rx_peer_host(peer), overhead, path);
             let id = self.pkts.alloc(pkt);
             eqds.tags.set(id, &Header::Control(hdr), Default::default());
             eqds.counters.control_sent += 1;
@@ -248,7 +257,7 @@ impl World {
                 h.nic_wake = self.net.ports[port as usize].busy_until.max(now);
                 break;
             }
-            let Some(tx) = h.tx.poll_transmit(now) else {
+            let Some((_, tx)) = h.tx.poll_transmit(now) else {
                 break;
             };
             let hdr = Header::Data(tx.header);
@@ -277,8 +286,8 @@ impl World {
             h.blocked_new = false;
             let half = eqds.settings.send_queue_bytes() / 2;
             let (tx, timers, events) = (&h.tx, &mut self.timers, &mut self.events);
-            h.blocked.retain(|&(dst, ep)| {
-                let room = tx.send_queue_bytes(dst) <= half;
+            h.blocked.retain(|&(eqif, dst, ep)| {
+                let room = tx.eqif(usize::from(eqif)).send_queue_bytes(dst) <= half;
                 if room {
                     timers.set(ep, now, events);
                 }

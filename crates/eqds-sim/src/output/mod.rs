@@ -78,39 +78,44 @@ pub fn write_flows_csv(
     out.flush()
 }
 
-/// One row per path id that carried DATA, per tunnel: what the sending EQIF saw on
-/// it (`eqds_proto::paths`). RTT columns are empty without samples.
+/// One row per path id that carried DATA, per tunnel: what the sending EQIF (`eqif`,
+/// 0 unless a host has several) saw on it (`eqds_proto::paths`). RTT columns are
+/// empty without samples.
 pub fn write_paths_csv(path: &Path, eqds: &EqdsLayer) -> std::io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
     writeln!(
         out,
-        "src,dst,path,sent,acked,trimmed,timed_out,rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,srtt_ps"
+        "src,eqif,dst,path,sent,acked,trimmed,timed_out,rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,srtt_ps"
     )?;
-    for (src, host) in eqds.hosts.iter().enumerate() {
-        for (dst, _) in host.tx.tunnels() {
-            let paths = host.tx.path_stats(dst).unwrap_or_default();
-            for (id, p) in paths.iter().enumerate().filter(|(_, p)| p.sent > 0) {
-                let sampled = |v: u64| {
-                    if p.rtt_samples > 0 {
-                        v.to_string()
-                    } else {
-                        String::new()
-                    }
-                };
-                writeln!(
-                    out,
-                    "{src},{dst},{id},{},{},{},{},{},{},{},{},{}",
-                    p.sent,
-                    p.acked,
-                    p.trimmed,
-                    p.timed_out,
-                    p.rtt_samples,
-                    p.mean_rtt().map(|m| m.to_string()).unwrap_or_default(),
-                    sampled(p.min_rtt),
-                    sampled(p.max_rtt),
-                    sampled(p.srtt),
-                )?;
-            }
+    let tunnels = eqds.hosts.iter().enumerate().flat_map(|(src, host)| {
+        host.tx
+            .eqifs()
+            .enumerate()
+            .flat_map(move |(eqif, tx)| tx.tunnels().map(move |(dst, _)| (src, eqif, tx, dst)))
+    });
+    for (src, eqif, tx, dst) in tunnels {
+        let paths = tx.path_stats(dst).unwrap_or_default();
+        for (id, p) in paths.iter().enumerate().filter(|(_, p)| p.sent > 0) {
+            let sampled = |v: u64| {
+                if p.rtt_samples > 0 {
+                    v.to_string()
+                } else {
+                    String::new()
+                }
+            };
+            writeln!(
+                out,
+                "{src},{eqif},{dst},{id},{},{},{},{},{},{},{},{},{}",
+                p.sent,
+                p.acked,
+                p.trimmed,
+                p.timed_out,
+                p.rtt_samples,
+                p.mean_rtt().map(|m| m.to_string()).unwrap_or_default(),
+                sampled(p.min_rtt),
+                sampled(p.max_rtt),
+                sampled(p.srtt),
+            )?;
         }
     }
     out.flush()

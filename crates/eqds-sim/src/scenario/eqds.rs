@@ -3,6 +3,10 @@
 use crate::units::value::{Bytes, Duration};
 use serde::Deserialize;
 
+/// Most sending EQIFs a host may have: receivers tell them apart by their sender id,
+/// kept in the top 8 bits of a 32-bit peer id above the host number.
+pub const MAX_EQIFS: usize = 256;
+
 /// How a tunnel spends its first RTT (`eqds_proto::sender::Mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -136,6 +140,14 @@ pub struct EqdsSpec {
     /// path for this long (default 0: off).
     #[serde(default)]
     pub path_avoidance: Duration,
+    /// The sending EQIFs of every host and how they share its uplink (default: one
+    /// EQIF that every workload writes into). With several, credit that different
+    /// receivers grant beyond what the uplink carries is spent by deficit round
+    /// robin between the EQIFs by `weight`, and strict priority between `priority`
+    /// levels; a receiver with `policy = "weighted"` or `"strict_priority"` pulls
+    /// each EQIF's tunnels by the same weight or level.
+    #[serde(default)]
+    pub eqifs: Vec<EqifSpec>,
     /// Time-based loss detection (RACK-like, default 0: off): a packet in flight
     /// is resent once one sent more than this later has been ACKed, without
     /// waiting for its retransmit timeout.
@@ -143,6 +155,27 @@ pub struct EqdsSpec {
     pub loss_reorder_window: Duration,
 }
 
+/// One sending EQIF of each host (`[[eqds.eqifs]]`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EqifSpec {
+    /// Workloads (indices into the scenario's workload list) whose flows write into
+    /// this EQIF. Workloads no EQIF names write into the first.
+    #[serde(default)]
+    pub workloads: Vec<u32>,
+    /// Share of the uplink among the EQIFs of its priority level: a DRR quantum of
+    /// this many MTUs (default 1).
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// Strict priority level, 0 most urgent (default 0): an EQIF sends only while
+    /// no EQIF of a more urgent level has a packet it may send.
+    #[serde(default)]
+    pub priority: u8,
+}
+
+fn default_weight() -> u32 {
+    1
+}
 fn default_ecn_max_p() -> f64 {
     1.0
 }
@@ -260,6 +293,15 @@ impl EqdsSpec {
         }
         if self.reorder_window == Some(0) {
             return Err("reorder_window: must be at least 1 packet".into());
+        }
+        if self.eqifs.len() > MAX_EQIFS {
+            return Err(format!(
+                "eqifs: at most {MAX_EQIFS} EQIFs per host, got {}",
+                self.eqifs.len()
+            ));
+        }
+        if let Some(i) = self.eqifs.iter().position(|e| e.weight == 0) {
+            return Err(format!("eqifs[{i}].weight: must be at least 1"));
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ mod overrides;
 mod retag;
 mod transport;
 
-pub use eqds::{EqdsMode, EqdsPolicy, EqdsSpec};
+pub use eqds::{EqdsMode, EqdsPolicy, EqdsSpec, EqifSpec, MAX_EQIFS};
 pub use overrides::apply_override;
 pub use transport::{Protocol, TransportSpec};
 
@@ -329,6 +329,30 @@ impl Scenario {
                 "eqds.legacy_workloads: no workload {i} (there are {}, numbered from 0)",
                 workloads.len()
             ));
+        }
+        let mut eqif_of = vec![None; workloads.len()];
+        for (e, eqif) in self.eqds.eqifs.iter().enumerate() {
+            for &w in &eqif.workloads {
+                let Some(slot) = eqif_of.get_mut(w as usize) else {
+                    return Err(format!(
+                        "eqds.eqifs[{e}].workloads: no workload {w} (there are {}, numbered \
+                         from 0)",
+                        workloads.len()
+                    ));
+                };
+                if let Some(other) = slot.replace(e) {
+                    return Err(format!(
+                        "eqds.eqifs[{e}].workloads: workload {w} already writes into \
+                         eqds.eqifs[{other}]"
+                    ));
+                }
+                if self.eqds.legacy_workloads.contains(&w) {
+                    return Err(format!(
+                        "eqds.eqifs[{e}].workloads: workload {w} is legacy traffic \
+                         (eqds.legacy_workloads), which goes around EQDS"
+                    ));
+                }
+            }
         }
         if self.eqds.legacy_class.is_some() && self.eqds.legacy_workloads.is_empty() {
             return Err("eqds.legacy_class: there are no legacy_workloads to give it to".into());
