@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use eqds_proto::receiver::Policy;
 use eqds_proto::sender::Mode;
+use eqds_proto::uplink::Share;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::Deserialize;
 
@@ -18,6 +19,10 @@ pub const TUNNEL_OVERHEAD: u32 = 20 + 8 + eqds_proto::wire::HEADER_LEN as u32;
 
 /// The smallest MTU an IPv6 link may have (RFC 8200).
 pub const IPV6_MIN_MTU: u32 = 1280;
+
+/// Most peers the daemon keeps: the receiving EQIF tells a peer's sending EQIFs apart
+/// by its sender id above 24 bits of peer slot (`Engine`).
+pub const MAX_PEERS: u32 = 1 << 24;
 
 /// A configuration error, naming the key.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +71,14 @@ struct InterfaceSection {
     address6: Option<Ipv6Net>,
     #[serde(default)]
     routes: Vec<IpNet>,
+    #[serde(default = "default_weight")]
+    weight: u32,
+    #[serde(default)]
+    priority: u8,
+}
+
+fn default_weight() -> u32 {
+    1
 }
 
 fn default_ifname() -> String {
@@ -226,11 +239,21 @@ fn default_metrics() -> Option<SocketAddrV4> {
     Some(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 9477))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NativeSection {
     #[serde(default)]
     socket: Option<String>,
+    #[serde(default = "default_weight")]
+    weight: u32,
+    #[serde(default)]
+    priority: u8,
+}
+
+impl Default for NativeSection {
+    fn default() -> Self {
+        toml::from_str("").expect("every [native] key has a default")
+    }
 }
 
 /// Longest path a Unix socket address holds (`sun_path` less its terminating NUL).
@@ -383,8 +406,15 @@ pub struct Config {
     pub max_peers: u32,
     /// Metrics endpoint, if any.
     pub metrics: Option<SocketAddrV4>,
-    /// The native interface's Unix datagram socket, if enabled.
+    /// The native interface's Unix datagram socket, if enabled. Native payloads
+    /// then have a sending EQIF of their own beside the TUN's.
     pub native_socket: Option<PathBuf>,
+    /// How the TUN's sending EQIF shares the uplink with the native one
+    /// (`interface.weight`, `interface.priority`).
+    pub tun_share: Share,
+    /// How the native sending EQIF shares the uplink (`native.weight`,
+    /// `native.priority`).
+    pub native_share: Share,
     /// Peers named one by one.
     pub peers: Vec<PeerConfig>,
     /// Peer ranges.
@@ -578,8 +608,19 @@ impl Config {
         if !(1..=64).contains(&e.ack_coalesce) {
             return Err(invalid("eqds.ack_coalesce", "must be 1..=64"));
         }
-        if e.max_peers == 0 {
-            return Err(invalid("eqds.max_peers", "must be at least 1"));
+        if e.max_peers == 0 || e.max_peers > MAX_PEERS {
+            return Err(invalid(
+                "eqds.max_peers",
+                format!("must be 1..={MAX_PEERS}"),
+            ));
+        }
+        for (key, weight) in [
+            ("interface.weight", f.interface.weight),
+            ("native.weight", f.native.weight),
+        ] {
+            if weight == 0 {
+                return Err(invalid(key, "must be at least 1"));
+            }
         }
         let mut peers = Vec::new();
         for (i, p) in f.peer.into_iter().enumerate() {
@@ -685,6 +726,14 @@ impl Config {
             max_peers: e.max_peers,
             metrics: f.metrics.listen,
             native_socket,
+            tun_share: Share {
+                weight: f.interface.weight,
+                priority: f.interface.priority,
+            },
+            native_share: Share {
+                weight: f.native.weight,
+                priority: f.native.priority,
+            },
             peers,
             peer_ranges,
         })

@@ -35,6 +35,9 @@ pub struct Counters {
     pub drop_peer_table_full: u64,
     /// Dropped: an EQDS header that does not decode (garbage, truncated, bad version).
     pub drop_malformed: u64,
+    /// Dropped: DATA or RTS whose sender id names no sending EQIF a daemon has (0,
+    /// the TUN's; 1, the native interface's).
+    pub drop_unknown_eqif: u64,
     /// Dropped: a datagram longer than the tunnel MTU allows.
     pub drop_oversized: u64,
     /// Dropped: a delivered inner packet that is not a whole IPv4 packet.
@@ -137,6 +140,7 @@ impl Counters {
             ("drop:unknown_peer", "", self.drop_unknown_peer),
             ("drop:peer_table_full", "", self.drop_peer_table_full),
             ("drop:malformed", "", self.drop_malformed),
+            ("drop:unknown_eqif", "", self.drop_unknown_eqif),
             ("drop:oversized", "", self.drop_oversized),
             ("drop:inner_malformed", "", self.drop_inner_malformed),
             ("drop:spoofed", "", self.drop_spoofed),

@@ -1,8 +1,13 @@
 //! The daemon without its I/O: inner packets and datagrams in, datagrams and inner
 //! packets out, driven by the caller's clock.
 //!
-//! [`Engine`] joins the protocol core (one sending EQIF, one receiving EQIF, from
-//! `eqds-proto`) to the peer table and the buffer pool. The event loop
+//! [`Engine`] joins the protocol core (the sending EQIFs and one receiving EQIF, from
+//! `eqds-proto`) to the peer table and the buffer pool. Packets from the TUN device
+//! go through one sending EQIF and native payloads, when the native socket is on,
+//! through a second, the paper's TCP-compatible and native classes side by side:
+//! each is a sender of its own to the peer (its own tunnel, credit and epochs, told
+//! apart by the header's sender id), and the two share the uplink by deficit round
+//! robin (`interface.weight`, `native.weight`) under strict priority levels. The event loop
 //! ([`crate::daemon`]) reads into pool buffers, hands them in, and drains
 //! [`Engine::pop_datagram`] and [`Engine::pop_tun`]; tests drive two engines against
 //! each other in memory with the same calls. Nothing in here blocks or allocates per
@@ -20,14 +25,16 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
+use eqds_proto::receiver::Policy;
 use eqds_proto::receiver::ReceiverConfig;
 use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{EnqueueError, PeerId, Red, Sender, SenderConfig};
+use eqds_proto::sender::{EnqueueError, PeerId, Red, SenderConfig};
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::tunnel::RxConfig;
+use eqds_proto::uplink::{Share, Uplink};
 use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEADER_LEN};
 
-use crate::config::{Config, TUNNEL_OVERHEAD};
+use crate::config::{Config, MAX_PEERS, TUNNEL_OVERHEAD};
 use crate::counters::Counters;
 use crate::native::{self, Kind, NativeHeader, Reject, NATIVE_HEADER_LEN};
 use crate::peers::{PeerError, Peers};
@@ -50,6 +57,26 @@ pub enum NativeOutcome {
     Refused(NativeHeader),
     /// Malformed and dropped; nobody to tell.
     Malformed,
+}
+
+/// Sender id (and uplink index) of the TUN's sending EQIF.
+pub const TUN_EQIF: usize = 0;
+/// Sender id (and uplink index) of the native interface's sending EQIF.
+pub const NATIVE_EQIF: usize = 1;
+/// Sending EQIFs a daemon may have, so the sender ids data may carry.
+const EQIF_CLASSES: usize = 2;
+
+/// The receiving EQIF's peer id for the sending EQIF `sender_id` of the peer in
+/// table slot `slot`: each of a peer's EQIFs is a sender of its own, and the TUN's
+/// is known by the slot alone.
+fn rx_peer(slot: PeerId, sender_id: u16) -> PeerId {
+    debug_assert!(slot < MAX_PEERS);
+    (u32::from(sender_id) << 24) | slot
+}
+
+/// The peer table slot of a receiving EQIF's peer id ([`rx_peer`]).
+fn rx_peer_slot(peer: PeerId) -> PeerId {
+    peer & (MAX_PEERS - 1)
 }
 
 /// Where a native datagram is read into a buffer: its 8-byte header just before
@@ -95,7 +122,12 @@ pub struct Datagram {
 pub struct Engine {
     peers: Peers,
     pool: Pool,
-    tx: Sender<BufId>,
+    /// The sending EQIFs: the TUN's ([`TUN_EQIF`]) and, with the native socket, the
+    /// native interface's ([`NATIVE_EQIF`]), sharing the uplink by DRR.
+    tx: Uplink<BufId>,
+    /// Each sending EQIF's share, by sender id: a receiver with a weighted or
+    /// priority policy pulls a peer's EQIFs by the shares this daemon gives its own.
+    shares: [Share; EQIF_CLASSES],
     rx: ReceivingEqif<BufId>,
     counters: Counters,
     outbox: VecDeque<Datagram>,
@@ -127,7 +159,7 @@ impl Engine {
         let overhead = TUNNEL_OVERHEAD + config.link_overhead;
         let window = config.window_packets * charged_mtu;
         let send_queue_bytes = u64::from(config.send_queue_packets) * u64::from(charged_mtu);
-        let tx = Sender::new(SenderConfig {
+        let sender_config = |sender_id: u16| SenderConfig {
             mode: config.mode,
             mtu: charged_mtu,
             overhead,
@@ -139,9 +171,10 @@ impl Engine {
             rto: config.rto_us * PS_PER_US,
             credit_loss_timeout: config.rto_us * PS_PER_US,
             paths: config.paths,
-            sender_id: 0,
+            sender_id,
             next_proto: NextProto::Ipv4,
-            seed,
+            // EQIF 0 keeps the daemon's seed.
+            seed: seed ^ u64::from(sender_id).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             path_stats: config.path_stats,
             path_avoidance: config.path_avoidance_us * PS_PER_US,
             loss_reorder_window: config.loss_reorder_window_us * PS_PER_US,
@@ -150,7 +183,12 @@ impl Engine {
                 max_bytes: u64::from(config.ecn_max_threshold_packets) * u64::from(charged_mtu),
                 max_p_ppm: config.ecn_max_p_ppm,
             }),
-        });
+        };
+        let mut tx = Uplink::new();
+        tx.add(sender_config(TUN_EQIF as u16), config.tun_share);
+        if config.native_socket.is_some() {
+            tx.add(sender_config(NATIVE_EQIF as u16), config.native_share);
+        }
         // Per-tunnel reorder span. Without trimming a loss is found only by the RTO
         // (and its credit by the credit-loss timeout), and the sender keeps sending
         // meanwhile: the span must hold what the link carries in two RTOs, or the hole
@@ -185,6 +223,7 @@ impl Engine {
             peers: Peers::new(&config.peers, &config.peer_ranges, config.max_peers),
             pool: Pool::new(config.mtu as usize + 64, cap),
             tx,
+            shares: [config.tun_share, config.native_share],
             rx,
             counters: Counters::default(),
             outbox: VecDeque::new(),
@@ -234,9 +273,15 @@ impl Engine {
         &self.peers
     }
 
-    /// The sending EQIF.
-    pub fn sender(&self) -> &Sender<BufId> {
+    /// The sending EQIFs: [`TUN_EQIF`], and [`NATIVE_EQIF`] with the native socket.
+    pub fn uplink(&self) -> &Uplink<BufId> {
         &self.tx
+    }
+
+    /// The receiving EQIF's peer id for the sending EQIF `sender_id` of the peer in
+    /// table slot `slot`.
+    pub fn receiving_peer(&self, slot: PeerId, sender_id: u16) -> PeerId {
+        rx_peer(slot, sender_id)
     }
 
     /// The receiving EQIF.
@@ -289,7 +334,8 @@ impl Engine {
         } else {
             ipv4::is_ect(pkt)
         };
-        if ect && self.tx.mark_ce(peer) {
+        let tx = self.tx.eqif_mut(TUN_EQIF);
+        if ect && tx.mark_ce(peer) {
             let pkt = self.pool.inner_mut(id);
             if v6 {
                 ipv6::mark_ce(pkt);
@@ -306,10 +352,11 @@ impl Engine {
                 ipv4::is_pure_tcp_ack(pkt)
             }
         };
+        let tx = self.tx.eqif_mut(TUN_EQIF);
         let queued = if pure_ack {
-            self.tx.enqueue_ahead(now, peer, len as u32, id)
+            tx.enqueue_ahead(now, peer, len as u32, id)
         } else {
-            self.tx.enqueue(now, peer, len as u32, id)
+            tx.enqueue(now, peer, len as u32, id)
         };
         match queued {
             Ok(()) => {}
@@ -366,7 +413,10 @@ impl Engine {
         };
         self.pool.set_len(id, payload_len);
         self.pool.set_proto(id, NextProto::Native);
-        let outcome = match self.tx.enqueue(now, peer, payload_len as u32, id) {
+        // An engine without the native socket takes no native datagrams; tests may
+        // still write some, which then share the TUN's EQIF.
+        let tx = self.tx.eqif_mut(NATIVE_EQIF.min(self.tx.len() - 1));
+        let outcome = match tx.enqueue(now, peer, payload_len as u32, id) {
             Ok(()) => {
                 self.counters.native_enqueued += 1;
                 NativeOutcome::Queued
@@ -437,11 +487,22 @@ impl Engine {
             }
         };
         match header {
+            Header::Data(h) if usize::from(h.sender_id) >= EQIF_CLASSES => {
+                self.counters.drop_unknown_eqif += 1;
+                self.pool.free(id);
+            }
             Header::Data(h) => {
                 let inner_len = len - HEADER_LEN;
                 self.pool.set_len(id, inner_len);
                 self.pool.set_proto(id, h.next_proto);
-                self.rx.handle_data(now, peer, &h, id, inner_len);
+                let src = rx_peer(peer, h.sender_id);
+                if self.rx.credit().config().policy != Policy::Fifo {
+                    let share = self.shares[usize::from(h.sender_id)];
+                    let credit = self.rx.credit_mut();
+                    credit.set_weight(src, share.weight);
+                    credit.set_class(src, share.priority);
+                }
+                self.rx.handle_data(now, src, &h, id, inner_len);
                 self.drain_receiver(now);
             }
             Header::Control(h) => {
@@ -451,7 +512,7 @@ impl Engine {
                     self.rx.credit_mut().charge_unpulled(len as u32 + extra);
                 }
                 self.tx.handle_control(now, peer, &h);
-                while let Some(acked) = self.tx.poll_acked() {
+                while let Some((_, acked)) = self.tx.poll_acked() {
                     self.pool.free(acked.payload);
                 }
             }
@@ -545,13 +606,17 @@ impl Engine {
     pub fn close_all(&mut self, now: Time) {
         let ids: Vec<PeerId> = self.peers.iter().map(|(id, _)| id).collect();
         for peer in ids {
-            for b in self.tx.drop_tunnel(peer) {
-                self.pool.free(b);
+            for eqif in 0..self.tx.len() {
+                for b in self.tx.eqif_mut(eqif).drop_tunnel(peer) {
+                    self.pool.free(b);
+                }
             }
-            let lost = self.rx.close_peer(peer);
-            self.counters.drop_lost_on_restart += lost.len() as u64;
-            for b in lost {
-                self.pool.free(b);
+            for sender_id in 0..EQIF_CLASSES as u16 {
+                let lost = self.rx.close_peer(rx_peer(peer, sender_id));
+                self.counters.drop_lost_on_restart += lost.len() as u64;
+                for b in lost {
+                    self.pool.free(b);
+                }
             }
         }
         self.pump(now);
@@ -570,7 +635,7 @@ impl Engine {
                     self.counters.drop_native_app_slow += 1;
                     self.pool.free(id);
                 } else {
-                    let src = *self.peers.get(d.src).endpoint.ip();
+                    let src = *self.peers.get(rx_peer_slot(d.src)).endpoint.ip();
                     self.to_native.push_back((id, src));
                 }
                 continue;
@@ -578,7 +643,9 @@ impl Engine {
             // The packet must be what its DATA header says it is: an IPv4 header
             // behind `next_proto` IPv6 (or the reverse) is malformed, not routed.
             match inspect_inner(self.pool.proto(id), self.pool.inner(id)) {
-                Some((src, _)) if self.peers.may_use(d.src, src) => self.to_tun.push_back(id),
+                Some((src, _)) if self.peers.may_use(rx_peer_slot(d.src), src) => {
+                    self.to_tun.push_back(id)
+                }
                 Some(_) => {
                     self.counters.drop_spoofed += 1;
                     self.pool.free(id);
@@ -619,9 +686,9 @@ impl Engine {
                 .encode(&mut header)
                 .expect("a control header the core built encodes");
             self.counters.control_sent += 1;
-            self.push(peer, header, None);
+            self.push(rx_peer_slot(peer), header, None);
         }
-        while let Some(t) = self.tx.poll_transmit(now) {
+        while let Some((_, t)) = self.tx.poll_transmit(now) {
             let mut header = [0u8; HEADER_LEN];
             let mut data = t.header;
             if let Some(b) = t.payload {
@@ -641,6 +708,10 @@ impl Engine {
     }
 
     fn push(&mut self, peer: PeerId, header: [u8; HEADER_LEN], payload: Option<BufId>) {
+        debug_assert!(
+            peer < MAX_PEERS,
+            "a peer slot, not a receiving EQIF's peer id"
+        );
         self.outbox.push_back(Datagram {
             dst: self.peers.get(peer).endpoint,
             header,

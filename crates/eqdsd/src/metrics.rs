@@ -12,7 +12,9 @@ use std::time::Duration;
 use eqds_proto::paths::PathStats;
 use eqds_proto::time::PS_PER_US;
 
-use crate::engine::Engine;
+use eqds_proto::sender::{Sender, TunnelStats};
+
+use crate::engine::{Engine, NATIVE_EQIF, TUN_EQIF};
 
 /// Renders every metric of `engine` in the Prometheus text format.
 pub fn render(engine: &Engine, out: &mut String) {
@@ -52,118 +54,128 @@ pub fn render(engine: &Engine, out: &mut String) {
     let _ = writeln!(
         out,
         "# TYPE eqdsd_in_flight_bytes gauge\neqdsd_in_flight_bytes {}",
-        engine.sender().in_flight_bytes()
+        engine.uplink().in_flight_bytes()
     );
     let _ = writeln!(
         out,
         "# HELP eqdsd_rst_received_total RSTs received: a peer closed or lost our tunnel\n\
          # TYPE eqdsd_rst_received_total counter\neqdsd_rst_received_total {}",
-        engine.sender().rst_received()
+        engine
+            .uplink()
+            .eqifs()
+            .map(Sender::rst_received)
+            .sum::<u64>()
     );
     render_receiver_events(engine, out);
 
     // Per tunnel: the sending side's queues and credit, the receiving side's pulls and
-    // reorder depth. One line per metric per peer, labelled by the peer's endpoint.
-    type Getter = fn(&Engine, u32) -> Option<i128>;
+    // reorder depth. One line per metric per peer and EQIF, labelled by the peer's
+    // endpoint, and the native EQIF's also by `eqif="native"`.
+    type Getter = fn(&Engine, Tunnel) -> Option<i128>;
     let tunnel_metrics: [(&str, &str, &str, Getter); 17] = [
         (
             "tx_send_queue_bytes",
             "gauge",
             "Bytes queued for the tunnel",
-            |e, p| e.sender().tunnel(p).map(|t| t.send_queue_bytes.into()),
+            |e, t| t.tx(e).map(|s| s.send_queue_bytes.into()),
         ),
         (
             "tx_retransmit_queue_bytes",
             "gauge",
             "Bytes waiting for resend",
-            |e, p| e.sender().tunnel(p).map(|t| t.retransmit_bytes.into()),
+            |e, t| t.tx(e).map(|s| s.retransmit_bytes.into()),
         ),
         (
             "tx_in_flight_bytes",
             "gauge",
             "Bytes sent and not yet ACKed",
-            |e, p| e.sender().tunnel(p).map(|t| t.in_flight_bytes.into()),
+            |e, t| t.tx(e).map(|s| s.in_flight_bytes.into()),
         ),
         (
             "tx_credit_bytes",
             "gauge",
             "Credit held by the sender",
-            |e, p| e.sender().tunnel(p).map(|t| t.credit.into()),
+            |e, t| t.tx(e).map(|s| s.credit.into()),
         ),
         (
             "tx_pulls_received",
             "gauge",
             "Highest pull number received",
-            |e, p| e.sender().tunnel(p).map(|t| t.highest_pull.into()),
+            |e, t| t.tx(e).map(|s| s.highest_pull.into()),
         ),
         (
             "tx_bytes_total",
             "counter",
             "Bytes sent, retransmissions included",
-            |e, p| e.sender().tunnel(p).map(|t| t.bytes_sent.into()),
+            |e, t| t.tx(e).map(|s| s.bytes_sent.into()),
         ),
         (
             "tx_retransmits_total",
             "counter",
             "Packets retransmitted",
-            |e, p| e.sender().tunnel(p).map(|t| t.retransmits.into()),
+            |e, t| t.tx(e).map(|s| s.retransmits.into()),
         ),
         (
             "tx_rto_expiries_total",
             "counter",
             "Retransmit timeouts",
-            |e, p| e.sender().tunnel(p).map(|t| t.rto_expiries.into()),
+            |e, t| t.tx(e).map(|s| s.rto_expiries.into()),
         ),
         (
             "tx_reorder_losses_total",
             "counter",
             "Packets resent before their timeout: one sent a loss reorder window later was ACKed",
-            |e, p| e.sender().tunnel(p).map(|t| t.reorder_losses.into()),
+            |e, t| t.tx(e).map(|s| s.reorder_losses.into()),
         ),
         (
             "tx_srtt_us",
             "gauge",
             "Smoothed round-trip time of DATA in microseconds (0 before a sample)",
-            |e, p| e.sender().tunnel(p).map(|t| (t.srtt / PS_PER_US).into()),
+            |e, t| t.tx(e).map(|s| (s.srtt / PS_PER_US).into()),
         ),
         (
             "tx_rto_us",
             "gauge",
             "Retransmit timeout in force, microseconds",
-            |e, p| e.sender().tunnel(p).map(|t| (t.rto / PS_PER_US).into()),
+            |e, t| t.tx(e).map(|s| (s.rto / PS_PER_US).into()),
         ),
         (
             "tx_stray_packets",
             "gauge",
             "ACKed packets with a resent copy still on its way",
-            |e, p| e.sender().tunnel(p).map(|t| t.stray_packets as i128),
+            |e, t| t.tx(e).map(|s| s.stray_packets as i128),
         ),
         (
             "tx_warm_restarts_total",
             "counter",
             "Idle restarts paid for by credit held from the last round trip, not an RTS",
-            |e, p| e.sender().tunnel(p).map(|t| t.warm_restarts.into()),
+            |e, t| t.tx(e).map(|s| s.warm_restarts.into()),
         ),
         (
             "tx_epochs_total",
             "counter",
             "Tunnel epochs started",
-            |e, p| e.sender().tunnel(p).map(|t| t.epochs.into()),
+            |e, t| t.tx(e).map(|s| s.epochs.into()),
         ),
         (
             "rx_pulls_sent_total",
             "counter",
             "PULLs sent to the peer",
-            |e, p| e.receiver().credit().sender(p).map(|s| s.pulls_sent.into()),
+            |e, t| {
+                e.receiver()
+                    .credit()
+                    .sender(t.rx_peer(e))
+                    .map(|s| s.pulls_sent.into())
+            },
         ),
         (
             "rx_bytes_total",
             "counter",
             "Payload bytes received",
-            |e, p| {
+            |e, t| {
                 e.receiver()
                     .credit()
-                    .sender(p)
+                    .sender(t.rx_peer(e))
                     .map(|s| s.payload_bytes.into())
             },
         ),
@@ -171,19 +183,22 @@ pub fn render(engine: &Engine, out: &mut String) {
             "rx_reorder_packets",
             "gauge",
             "Packets waiting in the reorder queue",
-            |e, p| Some(e.receiver().reorder_len(p) as i128),
+            |e, t| {
+                let peer = t.rx_peer(e);
+                let known = e.receiver().credit().sender(peer).is_some();
+                known.then(|| e.receiver().reorder_len(peer) as i128)
+            },
         ),
     ];
     for (name, kind, help, get) in tunnel_metrics {
         let _ = writeln!(out, "# HELP eqdsd_tunnel_{name} {help}");
         let _ = writeln!(out, "# TYPE eqdsd_tunnel_{name} {kind}");
-        for (id, peer) in engine.peers().iter() {
-            if let Some(v) = get(engine, id) {
-                let _ = writeln!(
-                    out,
-                    "eqdsd_tunnel_{name}{{peer=\"{}\"}} {v}",
-                    peer.endpoint.ip()
-                );
+        for (slot, peer) in engine.peers().iter() {
+            for eqif in [TUN_EQIF, NATIVE_EQIF] {
+                if let Some(v) = get(engine, Tunnel { slot, eqif }) {
+                    let ip = peer.endpoint.ip();
+                    let _ = writeln!(out, "eqdsd_tunnel_{name}{{{}}} {v}", labels(ip, eqif));
+                }
             }
         }
     }
@@ -296,18 +311,49 @@ fn render_path_stats(engine: &Engine, out: &mut String) {
     for (name, kind, help, get) in metrics {
         let _ = writeln!(out, "# HELP eqdsd_tunnel_path_{name} {help}");
         let _ = writeln!(out, "# TYPE eqdsd_tunnel_path_{name} {kind}");
-        for (id, peer) in engine.peers().iter() {
-            let paths = engine.sender().path_stats(id).unwrap_or_default();
-            for (path, p) in paths.iter().enumerate().filter(|(_, p)| p.sent > 0) {
-                if let Some(v) = get(p) {
-                    let _ = writeln!(
-                        out,
-                        "eqdsd_tunnel_path_{name}{{peer=\"{}\",path=\"{path}\"}} {v}",
-                        peer.endpoint.ip()
-                    );
+        for (slot, peer) in engine.peers().iter() {
+            for (eqif, tx) in engine.uplink().eqifs().enumerate() {
+                let paths = tx.path_stats(slot).unwrap_or_default();
+                for (path, p) in paths.iter().enumerate().filter(|(_, p)| p.sent > 0) {
+                    if let Some(v) = get(p) {
+                        let labels = labels(peer.endpoint.ip(), eqif);
+                        let _ = writeln!(
+                            out,
+                            "eqdsd_tunnel_path_{name}{{{labels},path=\"{path}\"}} {v}"
+                        );
+                    }
                 }
             }
         }
+    }
+}
+
+/// One tunnel: a peer table slot and a sending EQIF (for the receiving side, the
+/// peer's EQIF with that sender id).
+#[derive(Clone, Copy)]
+struct Tunnel {
+    slot: u32,
+    eqif: usize,
+}
+
+impl Tunnel {
+    /// The sending side's snapshot, if this EQIF has a tunnel to the peer.
+    fn tx(self, engine: &Engine) -> Option<TunnelStats> {
+        engine.uplink().eqifs().nth(self.eqif)?.tunnel(self.slot)
+    }
+
+    /// The receiving EQIF's peer id for the peer's EQIF of this index.
+    fn rx_peer(self, engine: &Engine) -> u32 {
+        engine.receiving_peer(self.slot, self.eqif as u16)
+    }
+}
+
+/// A tunnel's labels: the peer's tunnel address, and for the native EQIF `eqif`.
+fn labels(ip: &std::net::Ipv4Addr, eqif: usize) -> String {
+    if eqif == NATIVE_EQIF {
+        format!("peer=\"{ip}\",eqif=\"native\"")
+    } else {
+        format!("peer=\"{ip}\"")
     }
 }
 

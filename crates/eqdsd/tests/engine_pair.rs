@@ -6,7 +6,7 @@ use std::net::SocketAddrV4;
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::wire::HEADER_LEN;
 use eqdsd::config::Config;
-use eqdsd::engine::Engine;
+use eqdsd::engine::{Engine, TUN_EQIF};
 use eqdsd::pool::INNER;
 
 fn config(host: u8, mode: &str) -> Config {
@@ -177,7 +177,12 @@ fn every_packet_arrives_in_order_in_both_modes() {
 fn losses_are_repaired_and_order_kept() {
     let (p, got) = run_transfer("rts", 7);
     assert_eq!(got, (0..300).collect::<Vec<_>>());
-    let retransmits: u64 = p.a.sender().tunnels().map(|(_, t)| t.retransmits).sum();
+    let retransmits: u64 =
+        p.a.uplink()
+            .eqif(TUN_EQIF)
+            .tunnels()
+            .map(|(_, t)| t.retransmits)
+            .sum();
     assert!(retransmits > 0, "every 7th datagram was lost");
 }
 
@@ -265,7 +270,10 @@ fn a_restarted_receiver_resynchronises() {
         );
     }
     assert!(
-        p.a.sender().tunnels().any(|(_, t)| t.epochs >= 2),
+        p.a.uplink()
+            .eqif(TUN_EQIF)
+            .tunnels()
+            .any(|(_, t)| t.epochs >= 2),
         "a new epoch began"
     );
 }
@@ -278,11 +286,14 @@ fn a_clean_shutdown_tells_the_senders() {
         Pair::write_tun(&mut p.a, p.now, &pkt);
         p.step(5 * PS_PER_US);
     }
-    assert_eq!(p.a.sender().rst_received(), 0);
+    assert_eq!(p.a.uplink().eqif(TUN_EQIF).rst_received(), 0);
     p.b.close_all(p.now);
     assert!(p.b.datagrams_pending() > 0, "an RST is queued");
     p.step(5 * PS_PER_US);
-    assert!(p.a.sender().rst_received() >= 1, "the sender heard the RST");
+    assert!(
+        p.a.uplink().eqif(TUN_EQIF).rst_received() >= 1,
+        "the sender heard the RST"
+    );
     assert_eq!(p.b.pool().in_use(), 0, "every buffer came back");
 }
 
@@ -397,6 +408,159 @@ fn native_payloads_for_a_daemon_without_the_socket_are_counted() {
     }
     assert_eq!(p.b.counters().drop_native_no_app, 5);
     assert_eq!(p.b.native_pending(), 0);
+}
+
+/// Config of host `host` in `mode` with the native socket on; `interface` and
+/// `native` are extra keys of those sections (weights and priorities).
+fn two_eqif_config(host: u8, mode: &str, interface: &str, native: &str) -> Config {
+    let text = config_text(host, mode)
+        .replace(
+            "[[peer_range]]",
+            &format!("[native]\nsocket = \"/run/eqds{host}.sock\"\n{native}\n[[peer_range]]"),
+        )
+        .replace("[tunnel]", &format!("{interface}\n[tunnel]"));
+    Config::parse(&text).unwrap()
+}
+
+/// A PULL from host 2 for sender id `sender_id` with cumulative pull number `pull_no`.
+fn pull(sender_id: u16, pull_no: u32) -> Vec<u8> {
+    let mut header = [0u8; HEADER_LEN];
+    let control = eqds_proto::wire::ControlHeader {
+        kind: eqds_proto::wire::ControlKind::Pull,
+        syn: false,
+        cumulative: false,
+        sender_id,
+        ack_no: 0,
+        pull_no,
+        busy_time_ns: 0,
+    };
+    eqds_proto::wire::Header::Control(control)
+        .encode(&mut header)
+        .unwrap();
+    header.to_vec()
+}
+
+/// Which EQIF (sender id) each DATA datagram host 1 releases comes from when 20
+/// PULLs for each of its two EQIFs arrive in one batch (one `pump`, as
+/// the event loop does for what one read returned), both EQIFs holding 40 packets
+/// for host 2 in RTS mode.
+fn release_order(interface: &str, native: &str) -> Vec<u16> {
+    let mut a = Engine::new(&two_eqif_config(1, "rts", interface, native), 1);
+    assert_eq!(a.uplink().len(), 2);
+    for i in 0..40u32 {
+        Pair::write_tun(
+            &mut a,
+            0,
+            &ip_packet([10, 88, 1, 1], [10, 88, 2, 1], i, 1000),
+        );
+        write_native(&mut a, 0, &native_dgram([10, 77, 2, 1], &[i as u8; 1000]));
+    }
+    while a.pop_datagram().is_some() {} // the two RTSs
+    for sender_id in [0, 1] {
+        let bytes = pull(sender_id, 20);
+        let id = a.alloc().unwrap();
+        a.pool_mut().raw_mut(id)[..bytes.len()].copy_from_slice(&bytes);
+        a.receive_datagram(0, endpoint(2), id, bytes.len(), false);
+    }
+    a.pump(0);
+    let mut ids = Vec::new();
+    while let Some(d) = a.pop_datagram() {
+        let Some(payload) = d.payload else { continue };
+        let len = a.pool().inner(payload).len();
+        if let Ok(eqds_proto::wire::Header::Data(h)) =
+            eqds_proto::wire::decode_header(&d.header, len)
+        {
+            ids.push(h.sender_id);
+        }
+    }
+    ids
+}
+
+#[test]
+fn tun_and_native_payloads_share_released_credit_by_their_eqifs_weights() {
+    // Equal weights: the EQIFs alternate.
+    let ids = release_order("", "");
+    // 20 PULLs of a full packet's credit pay for 28 packets of 1,000 bytes.
+    assert_eq!(ids.len(), 56, "{ids:?}");
+    // Turns are in bytes (a quantum of one full packet, 1,558 B, for packets of
+    // 1,058 B), so the order is not strict alternation, but no prefix is more than
+    // one quantum out of balance.
+    let native_in = |ids: &[u16]| ids.iter().filter(|&&id| id == 1).count();
+    for n in 1..=ids.len() {
+        let native = native_in(&ids[..n]) as i64;
+        assert!((2 * native - n as i64).abs() <= 2, "prefix {n}: {ids:?}");
+    }
+    // Native weight 3: three quarters of the bytes until its credit is spent.
+    let ids = release_order("", "weight = 3");
+    for n in 8..=36 {
+        let native = native_in(&ids[..n]) as f64;
+        assert!(
+            (native - 0.75 * n as f64).abs() <= 2.0,
+            "prefix {n}: {ids:?}"
+        );
+    }
+    // The TUN's EQIF at a less urgent level: the native credit is spent first.
+    let ids = release_order("priority = 1", "");
+    assert!(ids[..28].iter().all(|&id| id == 1), "{ids:?}");
+    assert!(ids[28..].iter().all(|&id| id == 0), "{ids:?}");
+}
+
+#[test]
+fn a_peers_two_eqifs_are_two_senders_to_the_receiver() {
+    let mut p = Pair::new("ndp");
+    p.a = Engine::new(&two_eqif_config(1, "ndp", "", ""), 1);
+    p.b = Engine::new(&two_eqif_config(2, "ndp", "", ""), 2);
+    let mut tun = 0;
+    let mut native = 0;
+    for i in 0..60u32 {
+        Pair::write_tun(
+            &mut p.a,
+            p.now,
+            &ip_packet([10, 88, 1, 1], [10, 88, 2, 1], i, 1000),
+        );
+        write_native(
+            &mut p.a,
+            p.now,
+            &native_dgram([10, 77, 2, 1], &[i as u8; 1000]),
+        );
+    }
+    for _ in 0..300 {
+        tun += p.step(20 * PS_PER_US).len();
+        while p.b.front_native().is_some() {
+            native += 1;
+            p.b.native_written(Some(true));
+        }
+    }
+    assert_eq!((tun, native), (60, 60), "both streams arrive whole");
+    let rx = p.b.receiver().stats();
+    assert_eq!(rx.established, 2, "one receiving tunnel per sending EQIF");
+    assert_eq!((rx.rst_sent, rx.duplicates, rx.late), (0, 0, 0));
+    for sender_id in [0, 1] {
+        let peer = p.b.receiving_peer(0, sender_id);
+        let pulled = p.b.receiver().credit().sender(peer).unwrap();
+        assert_eq!(pulled.payload_bytes, 60_000, "{sender_id}: {pulled:?}");
+    }
+    // Data naming a third EQIF is dropped and counted, not taken for either.
+    let mut header = [0u8; HEADER_LEN];
+    let data = eqds_proto::wire::DataHeader {
+        kind: eqds_proto::wire::DataKind::Data,
+        syn: true,
+        trimmed: false,
+        unordered: false,
+        next_proto: eqds_proto::wire::NextProto::Native,
+        seq: 0,
+        pull_target: 1,
+        path_id: 0,
+        sender_id: 2,
+    };
+    eqds_proto::wire::Header::Data(data)
+        .encode(&mut header)
+        .unwrap();
+    let mut dgram = header.to_vec();
+    dgram.extend_from_slice(&[0u8; 100]);
+    Pair::inject(&mut p.b, p.now, endpoint(1), &dgram);
+    assert_eq!(p.b.counters().drop_unknown_eqif, 1);
+    assert_eq!(p.b.receiver().stats().established, 2);
 }
 
 /// A pure TCP ACK (20-byte IPv4 and TCP headers, ACK set, no payload).
@@ -563,7 +727,11 @@ fn malformed_ipv6_from_the_tun_is_counted() {
     let c = p.a.counters();
     assert_eq!(c.drop_tun_malformed, 6);
     assert_eq!(c.drop_no_route, 0);
-    assert_eq!(p.a.sender().tunnels().count(), 0, "nothing was queued");
+    assert_eq!(
+        p.a.uplink().eqif(TUN_EQIF).tunnels().count(),
+        0,
+        "nothing was queued"
+    );
     assert_eq!(p.a.pool().in_use(), 0);
 }
 

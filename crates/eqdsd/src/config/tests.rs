@@ -114,6 +114,14 @@ fn errors_name_the_key() {
     assert!(e.starts_with("eqds.demand_lookahead:"), "{e}");
     let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 5000"));
     assert!(e.starts_with("eqds.reorder_timeout_us:"), "{e}");
+    let e = err(&MINIMAL.replace("[tunnel]", "weight = 0\n[tunnel]"));
+    assert!(e.starts_with("interface.weight: must be at least 1"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[native]\nweight = 0"));
+    assert!(e.starts_with("native.weight: must be at least 1"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[native]\npriority = 256"));
+    assert!(e.contains("priority"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nmax_peers = 16777217"));
+    assert!(e.starts_with("eqds.max_peers: must be 1..=16777216"), "{e}");
     let e = err(&MINIMAL.replace("[tunnel]", "[tunnel]\npoll_us = 2000000"));
     assert!(
         e.starts_with("tunnel.poll_us:") && e.contains("busy_poll"),
