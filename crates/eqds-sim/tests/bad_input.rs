@@ -237,6 +237,23 @@ fn each_mistake_is_named() {
 }
 
 #[test]
+fn bbr_without_sack_is_refused_by_name() {
+    let text = VALID.replace("protocol = \"newreno\"", "protocol = \"bbr\"");
+    let loaded = Scenario::from_str_with(&text, "bbr.toml", ".".into(), &[]).unwrap();
+    let err = match eqds_sim::sim::Simulation::new(&loaded, None) {
+        Ok(_) => panic!("BBR ran without SACK"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("transport.sack: BBR needs sack = true"),
+        "{err}"
+    );
+    let text = text.replace("mtu = 1500", "mtu = 1500\nsack = true");
+    let loaded = Scenario::from_str_with(&text, "bbr.toml", ".".into(), &[]).unwrap();
+    assert!(eqds_sim::sim::Simulation::new(&loaded, None).is_ok());
+}
+
+#[test]
 fn at_most_256_eqifs_per_host() {
     let text = VALID.replace(
         "[stop]",

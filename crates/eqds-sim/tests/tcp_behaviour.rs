@@ -465,41 +465,50 @@ fn hystart_ends_slow_start_before_it_overflows_a_slower_bottleneck() {
     );
 }
 
+/// One flow of `protocol` through [`one_flow_at_10g`], with SACK if `sack`: its
+/// share of the bottleneck's goodput after the warm-up, its retransmissions and the
+/// bottleneck's mean backlog after the warm-up, in packets.
+fn share_resends_and_queue(protocol: &str, sack: bool) -> (f64, u64, f64) {
+    let text = one_flow_at_10g(
+        protocol,
+        r#"queue_series = { interval = "100us", tiers = ["bottleneck_lr"] }"#,
+    )
+    .replace(
+        "min_rto = \"1ms\"",
+        &format!("min_rto = \"1ms\"\nsack = {sack}"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    common::run_dir(&text, dir.path());
+    let flows = std::fs::read_to_string(dir.path().join("flows.csv")).unwrap();
+    let row: Vec<String> = flows
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let header: Vec<&str> = flows.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()].clone();
+    let bps: f64 = col("mean_throughput_bps").parse().unwrap();
+    let retransmits: u64 = col("retransmits").parse().unwrap();
+    // Mean backlog of the bottleneck after the warm-up, in packets.
+    let queues = std::fs::read_to_string(dir.path().join("queues.csv")).unwrap();
+    let samples: Vec<f64> = queues
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[0].parse::<u64>().unwrap() >= 10_000_000_000)
+        .map(|c| c[4].parse().unwrap())
+        .collect();
+    let mean_queue = samples.iter().sum::<f64>() / samples.len() as f64;
+    (bps / GOODPUT_CAPACITY, retransmits, mean_queue)
+}
+
 #[test]
 fn one_vegas_flow_fills_a_10g_bottleneck_keeping_a_few_packets_queued() {
     // Vegas aims at 2-4 of its packets queued: after slow start it never fills the
     // 100-packet queue, where NewReno's sawtooth overflows it (the test above).
-    let run = |protocol: &str| {
-        let text = one_flow_at_10g(
-            protocol,
-            r#"queue_series = { interval = "100us", tiers = ["bottleneck_lr"] }"#,
-        );
-        let dir = tempfile::tempdir().unwrap();
-        common::run_dir(&text, dir.path());
-        let flows = std::fs::read_to_string(dir.path().join("flows.csv")).unwrap();
-        let row: Vec<String> = flows
-            .lines()
-            .nth(1)
-            .unwrap()
-            .split(',')
-            .map(String::from)
-            .collect();
-        let header: Vec<&str> = flows.lines().next().unwrap().split(',').collect();
-        let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()].clone();
-        let bps: f64 = col("mean_throughput_bps").parse().unwrap();
-        let retransmits: u64 = col("retransmits").parse().unwrap();
-        // Mean backlog of the bottleneck after the warm-up, in packets.
-        let queues = std::fs::read_to_string(dir.path().join("queues.csv")).unwrap();
-        let samples: Vec<f64> = queues
-            .lines()
-            .skip(1)
-            .map(|l| l.split(',').collect::<Vec<_>>())
-            .filter(|c| c[0].parse::<u64>().unwrap() >= 10_000_000_000)
-            .map(|c| c[4].parse().unwrap())
-            .collect();
-        let mean_queue = samples.iter().sum::<f64>() / samples.len() as f64;
-        (bps / GOODPUT_CAPACITY, retransmits, mean_queue)
-    };
+    let run = |protocol| share_resends_and_queue(protocol, false);
     let (fraction, retransmits, queue) = run("vegas");
     let (_, _, reno_queue) = run("newreno");
     eprintln!("Vegas: {fraction:.3} of the link, {retransmits} resent, {queue:.1} packets queued; NewReno {reno_queue:.1}");
@@ -510,4 +519,17 @@ fn one_vegas_flow_fills_a_10g_bottleneck_keeping_a_few_packets_queued() {
         "mean queue {queue:.1} packets"
     );
     assert!(reno_queue > 20.0, "NewReno's mean queue {reno_queue:.1}");
+}
+
+#[test]
+fn one_bbr_flow_fills_a_10g_bottleneck_with_little_queue() {
+    // BBR paces at its bandwidth estimate: after Startup the link is full and the
+    // queue nearly empty, far from the 76 packets NewReno's sawtooth keeps (the
+    // Vegas test). Startup's doubling, with Linux's window allowance of three 64 KB
+    // bursts, overshoots the 100-packet queue once (48 resends here), as BBRv1 does.
+    let (fraction, retransmits, queue) = share_resends_and_queue("bbr", true);
+    eprintln!("BBR: {fraction:.3} of the link, {retransmits} resent, {queue:.1} packets queued");
+    assert!(fraction > 0.95, "{fraction:.3} of the link");
+    assert!(retransmits < 100, "{retransmits} resent");
+    assert!(queue < 5.0, "mean queue {queue:.1} packets");
 }

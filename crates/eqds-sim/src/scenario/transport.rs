@@ -18,6 +18,8 @@ pub enum Protocol {
     Dctcp,
     /// TCP Vegas (delay-based; Linux's alpha 2, beta 4, gamma 1).
     Vegas,
+    /// TCP BBR, version 1 (model-based, paced; Linux's `tcp_bbr.c`).
+    Bbr,
     /// NDP (Handley et al., SIGCOMM 2017): receiver-pulled, sprayed, needs trimming
     /// switches. Parameters in `[transport.ndp]`.
     Ndp,
@@ -33,11 +35,12 @@ pub enum Protocol {
 
 impl Protocol {
     /// Every protocol, in declaration order: `ALL[p as usize] == p`.
-    pub const ALL: [Protocol; 8] = [
+    pub const ALL: [Protocol; 9] = [
         Protocol::Newreno,
         Protocol::Cubic,
         Protocol::Dctcp,
         Protocol::Vegas,
+        Protocol::Bbr,
         Protocol::Ndp,
         Protocol::Mptcp,
         Protocol::Eqds,
@@ -50,6 +53,7 @@ impl Protocol {
             Protocol::Cubic => "cubic",
             Protocol::Dctcp => "dctcp",
             Protocol::Vegas => "vegas",
+            Protocol::Bbr => "bbr",
             Protocol::Ndp => "ndp",
             Protocol::Mptcp => "mptcp",
             Protocol::Eqds => "eqds",
@@ -346,6 +350,7 @@ impl TransportSpec {
             Protocol::Cubic => CcKind::Cubic,
             Protocol::Dctcp => CcKind::Dctcp,
             Protocol::Vegas => CcKind::Vegas,
+            Protocol::Bbr => CcKind::Bbr,
             Protocol::Mptcp => match self.mptcp.coupling {
                 Coupling::Lia => CcKind::Lia,
                 Coupling::Uncoupled => CcKind::NewReno,

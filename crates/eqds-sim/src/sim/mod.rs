@@ -134,6 +134,14 @@ impl Simulation {
             }));
             follow_ups.push(plan.follow_up);
         }
+        if !sc.transport.sack && flows.iter().any(|f| f.protocol == Protocol::Bbr) {
+            return Err(format!(
+                "{}: transport.sack: BBR needs sack = true (its delivery-rate samples \
+                 count SACKed segments, as Linux's do; without SACK a long recovery \
+                 reads as a collapse of the path's bandwidth)",
+                loaded.file
+            ));
+        }
         let endless = flows.iter().any(|f| f.size.is_none())
             || follow_ups.iter().flatten().any(FollowUp::is_endless);
         let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;

@@ -172,6 +172,8 @@ mod tests {
                 snd_una: 0,
                 snd_nxt: 0,
                 mss,
+                rate: None,
+                in_flight: 0,
             });
             trace.push(cc.window());
         }
@@ -198,6 +200,8 @@ mod tests {
             snd_una,
             snd_nxt,
             mss,
+            rate: None,
+            in_flight: 0,
         };
         cc.on_ecn(&echo(0, 100 * mss));
         assert_eq!(cc.window(), 70 * mss);

@@ -109,6 +109,8 @@ mod tests {
                 snd_una: una,
                 snd_nxt: una + 1,
                 mss: 1000,
+                rate: None,
+                in_flight: 0,
             };
             cc.on_ecn(&ack);
             if round == 99 {

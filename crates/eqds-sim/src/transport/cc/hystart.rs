@@ -114,6 +114,8 @@ mod tests {
             snd_una,
             snd_nxt,
             mss: 1000,
+            rate: None,
+            in_flight: 0,
         }
     }
 

@@ -4,6 +4,7 @@
 //! RTO); a controller only answers "how big may the window be", grows it on ACKs and
 //! shrinks it on congestion signals. Adding an algorithm means adding a file here.
 
+mod bbr;
 mod cubic;
 mod dctcp;
 mod hystart;
@@ -11,6 +12,7 @@ mod lia;
 mod new_reno;
 mod vegas;
 
+pub use bbr::{Bbr, BbrMode};
 pub use cubic::Cubic;
 pub use dctcp::Dctcp;
 pub use hystart::HyStart;
@@ -18,6 +20,7 @@ pub use lia::{lia_alpha, Lia};
 pub use new_reno::NewReno;
 pub use vegas::Vegas;
 
+use crate::transport::tcp::RateSample;
 use crate::units::Time;
 
 /// What an ACK that advanced the cumulative point tells the controller.
@@ -35,6 +38,11 @@ pub struct AckEvent {
     /// Next new byte the sender would send.
     pub snd_nxt: u64,
     pub mss: u64,
+    /// The delivery-rate sample of the segment this ACK delivered, for controllers
+    /// that ask for them ([`CongestionControl::sees_every_ack`]); `None` otherwise.
+    pub rate: Option<RateSample>,
+    /// Bytes in flight after this ACK (the scoreboard's pipe with SACK).
+    pub in_flight: u64,
 }
 
 pub trait CongestionControl: SaveState {
@@ -58,6 +66,18 @@ pub trait CongestionControl: SaveState {
     fn on_loss(&mut self, now: Time, flight: u64, mss: u64);
     /// Retransmission timeout: collapse to the loss window.
     fn on_timeout(&mut self, now: Time, flight: u64, mss: u64);
+    /// Whether the controller models the path from every ACK (BBR): it then gets
+    /// [`CongestionControl::on_ack`] for every ACK that delivers data, in loss
+    /// recovery and when the window did not limit the sender too, each with a
+    /// delivery-rate sample when one was taken.
+    fn sees_every_ack(&self) -> bool {
+        false
+    }
+    /// Bits per second the sender should pace its segments at, if the controller
+    /// paces (BBR); `None` sends as fast as the window allows.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
     /// Multipath coupling, set by the connection before each ACK of one of its
     /// subflows: the aggressiveness factor and the connection's total window. Only
     /// coupled controllers use it.
@@ -84,6 +104,7 @@ pub enum CcKind {
     Cubic,
     Dctcp,
     Vegas,
+    Bbr,
     /// MPTCP's linked increases (RFC 6356), for the subflows of one connection.
     Lia,
 }
@@ -102,6 +123,7 @@ impl CcKind {
             CcKind::Cubic => Box::new(Cubic::new(initial_window, mss, hystart)),
             CcKind::Dctcp => Box::new(Dctcp::new(initial_window, dctcp_g)),
             CcKind::Vegas => Box::new(Vegas::new(initial_window, mss)),
+            CcKind::Bbr => Box::new(Bbr::new(initial_window, mss)),
             CcKind::Lia => Box::new(Lia::new(initial_window)),
         }
     }
@@ -125,6 +147,8 @@ impl AckEvent {
             snd_una: 0,
             snd_nxt: 0,
             mss: 1000,
+            rate: None,
+            in_flight: 0,
         }
     }
 }

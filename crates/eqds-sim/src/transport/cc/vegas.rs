@@ -165,6 +165,8 @@ mod tests {
                 snd_una: start + i * MSS,
                 snd_nxt: start + 2 * n * MSS,
                 mss: MSS,
+                rate: None,
+                in_flight: 0,
             });
         }
         start + n * MSS
@@ -240,6 +242,8 @@ mod tests {
                 snd_una: i * MSS,
                 snd_nxt: 40 * MSS,
                 mss: MSS,
+                rate: None,
+                in_flight: 0,
             });
         }
         v.on_loss(0, 20 * MSS, MSS);
@@ -254,6 +258,8 @@ mod tests {
             snd_una: at,
             snd_nxt: at + 10 * MSS,
             mss: MSS,
+            rate: None,
+            in_flight: 0,
         });
         assert_eq!(v.window(), 10 * MSS, "no verdict on the stale samples");
         round(&mut v, at + 10 * MSS, 10, 10 * US);

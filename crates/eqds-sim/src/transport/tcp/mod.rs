@@ -6,11 +6,13 @@
 //! triggered them (RFC 7323), which gives an RTT sample on every ACK, retransmissions
 //! included, and carry the count of CE-marked bytes (accurate ECN, as DCTCP needs).
 
+mod rate;
 mod receiver;
 mod rtt;
 mod scoreboard;
 mod sender;
 
+pub use rate::{DeliveryRate, RateSample};
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
 pub use sender::TcpSender;

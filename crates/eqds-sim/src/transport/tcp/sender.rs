@@ -13,17 +13,23 @@
 //! the send point go back to where they were (Eifel response, RFC 4015). TCP over EQDS
 //! needs it: packets that wait for credit in a busy EQIF can outlast the RTO.
 //!
+//! A controller that paces (BBR, [`CongestionControl::pacing_rate`]) spaces the
+//! segments at its rate, and one that models the path from every ACK
+//! ([`CongestionControl::sees_every_ack`]) gets a delivery-rate sample with each
+//! (`rate.rs`).
+//!
 //! With `nic_limit` it stops writing while its host's NIC queue holds that many
 //! packets and resumes when the NIC frees a slot, as Linux's TCP small queues do, so a
 //! fast sender does not drop its own packets at its own NIC.
 
+use super::rate::{DeliveryRate, RateSample};
 use super::scoreboard::Scoreboard;
 use super::{RttEstimator, TcpConfig};
 use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::transport::cc::{AckEvent, CongestionControl};
 use crate::transport::{Ctx, Endpoint, Ends};
-use crate::units::Time;
+use crate::units::{Time, SEC};
 
 /// What a retransmission timeout changed, kept until the first new ACK after it says
 /// whether the timeout was spurious.
@@ -87,18 +93,28 @@ pub struct TcpSender {
     /// With `undo_spurious_rto`: what the first of a run of timeouts changed, until
     /// the first new ACK after it.
     rto_undo: Option<RtoUndo>,
+    /// Delivery-rate sampling, for a controller that sees every ACK.
+    rate: Option<DeliveryRate>,
+    /// Pacing: the next segment may leave at this time.
+    pace_at: Time,
+    /// Pacing held a segment back; the timer is set for it.
+    pace_wake: Option<Time>,
 }
 
 impl TcpSender {
     pub fn new(cfg: TcpConfig, ends: Ends, entropy: u32, size: Option<u64>) -> Self {
         let mss = cfg.mss as u64;
+        let cc = cfg.cc.build(
+            cfg.initial_window as u64 * mss,
+            mss,
+            cfg.dctcp_g,
+            cfg.hystart,
+        );
         TcpSender {
-            cc: cfg.cc.build(
-                cfg.initial_window as u64 * mss,
-                mss,
-                cfg.dctcp_g,
-                cfg.hystart,
-            ),
+            rate: cc.sees_every_ack().then(DeliveryRate::default),
+            pace_at: 0,
+            pace_wake: None,
+            cc,
             rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
             cfg,
             ends,
@@ -131,10 +147,15 @@ impl TcpSender {
     /// When this sender's timer is next due, if armed (a multipath connection
     /// multiplexes its subflows' timers onto its one timer).
     pub fn next_deadline(&self) -> Option<Time> {
-        [self.rto_deadline, self.tlp_deadline, self.nic_wake]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.rto_deadline,
+            self.tlp_deadline,
+            self.nic_wake,
+            self.pace_wake,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Congestion window in bytes.
@@ -187,6 +208,19 @@ impl TcpSender {
             ctx.flow(self.ends.flow).retransmits += 1;
         }
         self.high_tx = self.high_tx.max(seq + len as u64);
+        if let Some(rate) = &mut self.rate {
+            let idle = if self.cfg.sack {
+                self.board.pipe() == 0
+            } else {
+                self.snd_nxt == self.snd_una
+            };
+            rate.on_send(seq / self.cfg.mss as u64, ctx.now, idle);
+        }
+        if let Some(bps) = self.cc.pacing_rate() {
+            let wire = u128::from(len + self.cfg.header) * 8 * u128::from(SEC);
+            let gap = (wire / u128::from(bps.max(1))) as Time;
+            self.pace_at = self.pace_at.max(ctx.now) + gap;
+        }
         ctx.send(Packet {
             size: len + self.cfg.header,
             entropy: self.entropy,
@@ -208,6 +242,11 @@ impl TcpSender {
     /// through the timer when there is room), or the NIC queue is at `nic_limit` (and
     /// the timer is set for when its packet on the wire is done).
     fn held_back(&mut self, ctx: &mut Ctx) -> bool {
+        if self.pace_at > ctx.now && self.cc.pacing_rate().is_some() {
+            self.pace_wake = Some(self.pace_at);
+            self.sync_timer(ctx);
+            return true;
+        }
         if ctx.eqds_hold(self.ends.host, self.ends.peer_host) {
             return true;
         }
@@ -236,6 +275,12 @@ impl TcpSender {
             self.send_segment(ctx, seq);
             self.snd_nxt = (seq + self.mss()).min(self.size);
         }
+        if self.snd_nxt >= self.size {
+            let in_flight = self.snd_nxt - self.snd_una;
+            if let Some(rate) = &mut self.rate {
+                rate.mark_app_limited(in_flight);
+            }
+        }
     }
 
     /// RFC 6675's NextSeg loop: while the pipe is below the window, resend the lowest
@@ -245,6 +290,10 @@ impl TcpSender {
         while (self.board.pipe() as u64) * mss < self.cc.window() {
             let resend = self.board.first_lost();
             if resend.is_none() && self.snd_nxt >= self.size {
+                let in_flight = self.board.pipe() as u64 * mss;
+                if let Some(rate) = &mut self.rate {
+                    rate.mark_app_limited(in_flight);
+                }
                 return;
             }
             if self.held_back(ctx) {
@@ -307,6 +356,7 @@ impl TcpSender {
         // tcp_is_cwnd_limited): an application-limited sender's window says nothing
         // about the path.
         let cwnd_limited = self.snd_nxt - self.snd_una + self.mss() >= self.window();
+        let sample = self.deliver(ctx.now, (self.snd_una, ack), true, None);
         self.snd_una = ack;
         self.snd_nxt = self.snd_nxt.max(ack);
         self.dupacks = 0;
@@ -324,9 +374,15 @@ impl TcpSender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             mss: self.mss(),
+            rate: sample,
+            in_flight: self.snd_nxt - self.snd_una,
         };
         if self.cfg.ecn && (self.recovery.is_none() || self.cc.ecn_in_recovery()) {
             self.cc.on_ecn(&event);
+        }
+        let every = self.cc.sees_every_ack();
+        if every && self.recovery.is_some() {
+            self.cc.on_ack(&event);
         }
         match self.recovery {
             Some(r) if ack >= r.recover => self.recovery = None,
@@ -337,7 +393,7 @@ impl TcpSender {
                 self.recovery = Some(r);
                 self.send_segment(ctx, ack);
             }
-            None if cwnd_limited => self.cc.on_ack(&event),
+            None if cwnd_limited || every => self.cc.on_ack(&event),
             None => {}
         }
         if self.snd_una >= self.size {
@@ -378,8 +434,10 @@ impl TcpSender {
         let now = ctx.now;
         // The receiver names the segment that triggered the ACK; above the
         // cumulative point that is a SACK block.
+        let mut sample = None;
         if sacked >= ack && sacked < self.high_tx {
             self.board.sacked(sacked / mss);
+            sample = self.deliver(now, (sacked, sacked + 1), false, None);
         }
         self.board.delivered(echo, now);
         if ack > self.snd_una && ack <= self.high_tx {
@@ -391,6 +449,7 @@ impl TcpSender {
             }
             let cwnd_limited = (self.board.pipe() as u64 + 1) * mss >= self.cc.window();
             let acked = ack - self.snd_una;
+            let sample = self.deliver(now, (self.snd_una, ack), true, sample);
             self.snd_una = ack;
             self.board.acked_to(ack.div_ceil(mss));
             self.dupacks = 0;
@@ -409,21 +468,24 @@ impl TcpSender {
                 snd_una: self.snd_una,
                 snd_nxt: self.snd_nxt,
                 mss,
+                rate: sample,
+                in_flight: self.board.pipe() as u64 * mss,
             };
             if self.cfg.ecn && (self.recovery.is_none() || self.cc.ecn_in_recovery()) {
                 self.cc.on_ecn(&event);
             }
+            let every = self.cc.sees_every_ack();
             match self.recovery {
                 Some(r) if ack >= r.recover => {
                     self.recovery = None;
-                    if r.after_timeout {
+                    if r.after_timeout || every {
                         self.cc.on_ack(&event);
                     }
                 }
                 // After a timeout the window slow-starts again while the resends go.
-                Some(r) if r.after_timeout => self.cc.on_ack(&event),
+                Some(r) if r.after_timeout || every => self.cc.on_ack(&event),
                 Some(_) => {}
-                None if cwnd_limited => self.cc.on_ack(&event),
+                None if cwnd_limited || every => self.cc.on_ack(&event),
                 None => {}
             }
             // A new ACK ends any probe; the next one may be armed.
@@ -441,6 +503,21 @@ impl TcpSender {
         } else if ack == self.snd_una && self.snd_nxt > self.snd_una {
             self.dupacks += 1;
             self.pending_ce += ce;
+            if let Some(rate) = sample.filter(|_| self.cc.sees_every_ack()) {
+                // A SACK alone delivers data too: the model hears of it.
+                let event = AckEvent {
+                    now,
+                    acked: 0,
+                    ce: 0,
+                    rtt: None,
+                    snd_una: self.snd_una,
+                    snd_nxt: self.snd_nxt,
+                    mss,
+                    rate: Some(rate),
+                    in_flight: self.board.pipe() as u64 * mss,
+                };
+                self.cc.on_ack(&event);
+            }
         }
         let reorder_window = if self.min_rtt == Time::MAX {
             0
@@ -463,6 +540,35 @@ impl TcpSender {
         }
         self.push_sack(ctx);
         self.arm_tail_loss_probe(ctx);
+    }
+
+    /// Counts bytes `from..to` delivered at `now` (cumulatively ACKed if
+    /// `cumulative`, else one SACKed segment) for the delivery-rate sampler, and
+    /// returns the sample of the latest sent of them, or `earlier` if none gives one.
+    /// Nothing without a sampler.
+    fn deliver(
+        &mut self,
+        now: Time,
+        (from, to): (u64, u64),
+        cumulative: bool,
+        earlier: Option<RateSample>,
+    ) -> Option<RateSample> {
+        let mss = self.mss();
+        let size = self.size;
+        let rate = self.rate.as_mut()?;
+        let mut best = earlier;
+        for index in from / mss..to.div_ceil(mss) {
+            let bytes = mss.min(size.saturating_sub(index * mss));
+            if let Some(s) = rate.on_delivered(index, bytes, now) {
+                if best.is_none_or(|b| s.prior_delivered >= b.prior_delivered) {
+                    best = Some(s);
+                }
+            }
+        }
+        if cumulative {
+            rate.acked_to(to / mss);
+        }
+        best
     }
 
     /// Arms the tail-loss probe (RFC 8985 §7.2) two smoothed RTTs out, plus the
@@ -574,6 +680,9 @@ impl Endpoint for TcpSender {
         }
         if self.nic_wake.is_some_and(|at| at <= now) {
             self.nic_wake = None;
+        }
+        if self.pace_wake.is_some_and(|at| at <= now) {
+            self.pace_wake = None;
         }
         if self.tlp_deadline.is_some_and(|at| at <= now) {
             self.tlp_deadline = None;
