@@ -67,40 +67,20 @@ def main() -> int:
             zip(flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list())
         )
 
-    vegas_extra: dict[str, list[tuple[str, float]]] = {}
-    for i, (label, extra) in enumerate(VEGAS_EXTRA.items()):
-        sweep = run_case(
-            args,
-            HERE / "scenario-vegas.toml",
-            f"vegas-extra{i}",
-            WITH_EQDS | extra | quick,
-        )
-        flows = load_flows(sweep).sort("id")
-        vegas_extra[label] = [
-            (p, round(b / 1e9, 3))
-            for p, b in zip(
-                flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list()
-            )
-            if b > 0
-        ]
-
-    bbr_slower: dict[str, list[tuple[str, float]]] = {}
-    for i, (label, extra) in enumerate(
-        {"without EQDS": {}, "with EQDS": WITH_EQDS}.items()
-    ):
-        sweep = run_case(
-            args,
-            HERE / "scenario-bbr.toml",
-            f"bbr-extra{i}",
-            SLOWER_HOSTS | extra | quick,
-        )
-        flows = load_flows(sweep).sort("id")
-        bbr_slower[label] = [
-            (p, round(b / 1e9, 3))
-            for p, b in zip(
-                flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list()
-            )
-        ]
+    vegas_extra = extra_runs(
+        args,
+        "scenario-vegas.toml",
+        "vegas",
+        {k: WITH_EQDS | v for k, v in VEGAS_EXTRA.items()},
+        quick,
+    )
+    bbr_slower = extra_runs(
+        args,
+        "scenario-bbr.toml",
+        "bbr",
+        {"without EQDS": SLOWER_HOSTS, "with EQDS": SLOWER_HOSTS | WITH_EQDS},
+        quick,
+    )
 
     args.results.mkdir(parents=True, exist_ok=True)
     plot(shares, args.results / "sharing.png")
@@ -228,6 +208,25 @@ def main() -> int:
     )
     print("pass" if passed else "FAIL")
     return 0 if passed else 1
+
+
+def extra_runs(
+    args, scenario: str, prefix: str, cases: dict[str, dict], quick: dict
+) -> dict[str, list[tuple[str, float]]]:
+    """Runs `scenario` once per case (label: overrides) and returns each case's
+    flows that carried anything, as (protocol, Gb/s)."""
+    out = {}
+    for i, (label, overrides) in enumerate(cases.items()):
+        sweep = run_case(args, HERE / scenario, f"{prefix}-extra{i}", overrides | quick)
+        flows = load_flows(sweep).sort("id")
+        out[label] = [
+            (p, round(b / 1e9, 3))
+            for p, b in zip(
+                flows["protocol"].to_list(), flows["mean_throughput_bps"].to_list()
+            )
+            if b > 0
+        ]
+    return out
 
 
 def plot(shares: dict, path: Path) -> None:
