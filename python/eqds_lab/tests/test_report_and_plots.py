@@ -168,17 +168,10 @@ def test_fig15_runs_through_eqds_lab_quick(tmp_path):
 def test_sharing_runs_through_eqds_lab_quick(tmp_path):
     """A short instance of experiments/sharing: without EQDS a line-rate UDP sender
     starves TCP and Cubic starves Vegas and BBR; with EQDS every receiver is shared
-    fairly, Vegas falls short only where its tunnel asks credit for its backlog alone,
-    and BBR gets a share short of half (a documented gap: its probes last less than
-    the credit loop's lag at 1 us links)."""
-    run_quick("sharing", tmp_path)
-    result = json.loads((tmp_path / "result.json").read_text())
-    verdicts = {q["name"]: q["pass"] for q in result["quantities"]}
-    gap = "with EQDS: Jain index of Cubic and BBR"
-    assert all(ok for name, ok in verdicts.items() if name != gap), verdicts
-    bbr = dict(result["also_measured"]["throughput_gbps"]["bbr_eqds"])
-    assert bbr["bbr"] > 5 and bbr["cubic"] < 18, bbr
-    seen = result["also_measured"]
+    fairly (BBR included), and Vegas falls short only where its tunnel asks credit
+    for its backlog alone."""
+    run_quick("sharing", tmp_path, must_pass=True)
+    seen = json.loads((tmp_path / "result.json").read_text())["also_measured"]
     vegas = {k: dict(v) for k, v in seen["vegas_with_eqds_gbps"].items()}
     assert vegas["Vegas alone"]["vegas"] > 20, vegas
     assert vegas["Vegas alone, credit for the backlog only"]["vegas"] < 12, vegas

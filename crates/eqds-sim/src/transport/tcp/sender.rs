@@ -217,8 +217,10 @@ impl TcpSender {
             rate.on_send(seq / self.cfg.mss as u64, ctx.now, idle);
         }
         if let Some(bps) = self.cc.pacing_rate() {
-            let wire = u128::from(len + self.cfg.header) * 8 * u128::from(SEC);
-            let gap = (wire / u128::from(bps.max(1))) as Time;
+            // Payload bytes, the unit of the delivery-rate samples the rate comes
+            // from (Linux too spaces segments by their payload, `skb->len`).
+            let bits = u128::from(len) * 8 * u128::from(SEC);
+            let gap = (bits / u128::from(bps.max(1))) as Time;
             self.pace_at = self.pace_at.max(ctx.now) + gap;
         }
         ctx.send(Packet {
