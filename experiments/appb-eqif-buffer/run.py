@@ -3,10 +3,11 @@
 
 Runs scenario.toml (T1 model, 1500-byte packets, one long TCP flow over EQDS in NDP
 mode, a drop-tail EQIF marking ECN-capable packets from 16 packets on) for NewReno,
-Cubic and DCTCP with per-destination buffers of 4 to 100 packets; plots throughput
-and round trip against the buffer and writes result.json (paper: from one BDP, 30
-packets in its testbed, every TCP variant reaches line rate, DCTCP does with K = 16
-below that, and larger buffers only add sender-side queueing for Cubic).
+Cubic, DCTCP and BBR with per-destination buffers of 4 to 100 packets; plots
+throughput and round trip against the buffer and writes result.json (paper: from one
+BDP, 30 packets in its testbed, every TCP variant reaches line rate, DCTCP does with
+K = 16 below that, BBR with half that, and larger buffers only add sender-side
+queueing for Cubic).
 
 Usage: python3 experiments/appb-eqif-buffer/run.py [--quick] [--results DIR] [--ray ADDR]
 """
@@ -19,7 +20,7 @@ from eqds_lab.experiment import parse_args, run_case
 from eqds_lab.plots import save
 
 HERE = Path(__file__).resolve().parent
-PROTOCOLS = ["newreno", "cubic", "dctcp"]
+PROTOCOLS = ["newreno", "cubic", "dctcp", "bbr"]
 #: Per-destination EQIF buffers, in packets.
 BUFFERS = [4, 8, 16, 30, 60, 100]
 #: One BDP here, the idle round trip at 25 Gbps, in packets (the EQDS window, sized
@@ -67,10 +68,11 @@ def main() -> int:
         "spines, 1 us links; one BDP is about 20 packets, the EQDS window 29), NDP mode "
         "(15-packet trimming queues, spraying); one long TCP flow from host 0 to host 3; "
         "drop-tail EQIF without backpressure, ECN marks from 16 packets (DCTCP's K); "
-        "Cubic with HyStart, SACK/RACK/TLP, Eifel; 30 ms, the first 10 ms not counted",
+        "Cubic with HyStart, SACK/RACK/TLP, Eifel; BBR v1; 30 ms, the first 10 ms not "
+        "counted",
         quantities=[
             Quantity(
-                "slowest of NewReno, Cubic, DCTCP at a 30-packet EQIF (fraction of line rate)",
+                "slowest of NewReno, Cubic, DCTCP, BBR at a 30-packet EQIF (fraction of line rate)",
                 1.0,
                 min(at[p][30] for p in PROTOCOLS),
                 0.05,
@@ -79,6 +81,12 @@ def main() -> int:
                 "DCTCP (K = 16) at a 16-packet EQIF (fraction of line rate)",
                 1.0,
                 at["dctcp"][16],
+                0.05,
+            ),
+            Quantity(
+                "BBR at an 8-packet EQIF, half DCTCP's K (fraction of line rate)",
+                1.0,
+                at["bbr"][8],
                 0.05,
             ),
             Quantity(
@@ -104,8 +112,8 @@ def main() -> int:
                 "testbed), all TCP variants achieve line-rate; below that the throughput "
                 "depends on the congestion controller. DCTCP maintains full utilization "
                 "with K=16'; and larger buffers 'simply result in more EQDS sender-side "
-                "buffering for TCP Cubic, and do not affect performance at all'. BBR, which "
-                "it also names, is not modelled."
+                "buffering for TCP Cubic, and do not affect performance at all'; BBR needs "
+                "'half that' of DCTCP's K = 16 (we read 8 packets)."
             ),
             (
                 f"Our BDP is about {BDP} packets, a little under the paper's 30, so the "
@@ -115,7 +123,9 @@ def main() -> int:
                 "Below one BDP, NewReno (halving at each drop) needs the most buffer and "
                 "Cubic (cutting by 30%) less. DCTCP behaves as NewReno in buffers below "
                 "its K (the EQIF drops before it marks) and keeps the link full from K "
-                "on, where marks rather than drops pace it."
+                "on, where marks rather than drops pace it. BBR paces at its bandwidth "
+                f"estimate and ignores drops: {at['bbr'][8]} of the link at 8 packets, "
+                f"{at['bbr'][4]} at 4."
             ),
             (
                 "This needs a tunnel that counts TCP's packets in flight as demand to "
