@@ -48,9 +48,15 @@ impl Default for Share {
 
 /// The sending EQIFs of one host and the scheduler between them. See the module
 /// documentation.
+///
+/// The first EQIF is kept inline: a host with one EQIF (the common case, on every
+/// host of a large simulation) reaches it without following a pointer.
 #[derive(Debug)]
 pub struct Uplink<P> {
-    eqifs: Vec<Sender<P>>,
+    first: Sender<P>,
+    /// EQIFs 1, 2, ...
+    rest: Vec<Sender<P>>,
+    /// Each EQIF's share, by index.
     shares: Vec<Share>,
     drr: Drr,
     /// Scratch: each EQIF's next packet length, refilled on every poll.
@@ -59,18 +65,28 @@ pub struct Uplink<P> {
     acked_from: EqifIndex,
     /// Control packets whose `sender_id` names none of the EQIFs.
     unknown_sender_id: u64,
-    /// Charged bytes in flight over every EQIF, and the most it has been.
+    /// The most the EQIFs' bytes in flight have been together (with several).
     in_flight_peak: u64,
 }
 
 impl<P: Clone> Uplink<P> {
-    /// An uplink with no EQIF yet.
-    pub fn new() -> Self {
+    /// An uplink whose first EQIF (index 0) has `config` and `share`.
+    ///
+    /// # Panics
+    /// As [`Uplink::add`].
+    pub fn new(config: SenderConfig, share: Share) -> Self {
+        assert!(share.weight > 0, "an EQIF's weight must be at least 1");
+        let mut drr = Drr::default();
+        drr.push(
+            u64::from(share.weight) * u64::from(config.mtu),
+            share.priority,
+        );
         Uplink {
-            eqifs: Vec::new(),
-            shares: Vec::new(),
-            drr: Drr::default(),
-            heads: Vec::new(),
+            first: Sender::new(config),
+            rest: Vec::new(),
+            shares: vec![share],
+            drr,
+            heads: vec![None],
             acked_from: 0,
             unknown_sender_id: 0,
             in_flight_peak: 0,
@@ -79,9 +95,7 @@ impl<P: Clone> Uplink<P> {
 
     /// An uplink with one EQIF, which gets all of it.
     pub fn single(config: SenderConfig) -> Self {
-        let mut uplink = Self::new();
-        uplink.add(config, Share::default());
-        uplink
+        Self::new(config, Share::default())
     }
 
     /// Adds a sending EQIF, last in the round, and returns its index.
@@ -96,27 +110,22 @@ impl<P: Clone> Uplink<P> {
             "sender id {} is taken by another EQIF",
             config.sender_id
         );
-        self.eqifs.push(Sender::new(config));
+        self.rest.push(Sender::new(config));
         self.shares.push(share);
         self.heads.push(None);
         self.drr.push(1, share.priority);
         // Quanta count in the largest MTU, which may have just grown.
-        let unit = self.eqifs.iter().map(|s| s.config().mtu).max().unwrap_or(1);
+        let unit = self.eqifs().map(|s| s.config().mtu).max().unwrap_or(1);
         for (i, s) in self.shares.iter().enumerate() {
             self.drr
                 .set_quantum(i, u64::from(s.weight) * u64::from(unit));
         }
-        self.eqifs.len() - 1
+        self.rest.len()
     }
 
-    /// Number of EQIFs.
-    pub fn len(&self) -> usize {
-        self.eqifs.len()
-    }
-
-    /// Whether there is no EQIF.
-    pub fn is_empty(&self) -> bool {
-        self.eqifs.is_empty()
+    /// Number of EQIFs (at least 1).
+    pub fn eqif_count(&self) -> usize {
+        1 + self.rest.len()
     }
 
     /// EQIF `i`.
@@ -124,7 +133,10 @@ impl<P: Clone> Uplink<P> {
     /// # Panics
     /// If there is no EQIF `i`.
     pub fn eqif(&self, i: EqifIndex) -> &Sender<P> {
-        &self.eqifs[i]
+        match i {
+            0 => &self.first,
+            _ => &self.rest[i - 1],
+        }
     }
 
     /// EQIF `i`, to write packets into, size windows or ask for ECN marks.
@@ -132,12 +144,19 @@ impl<P: Clone> Uplink<P> {
     /// # Panics
     /// If there is no EQIF `i`.
     pub fn eqif_mut(&mut self, i: EqifIndex) -> &mut Sender<P> {
-        &mut self.eqifs[i]
+        match i {
+            0 => &mut self.first,
+            _ => &mut self.rest[i - 1],
+        }
     }
 
     /// Every EQIF, in index order.
     pub fn eqifs(&self) -> impl Iterator<Item = &Sender<P>> + '_ {
-        self.eqifs.iter()
+        std::iter::once(&self.first).chain(&self.rest)
+    }
+
+    fn eqifs_mut(&mut self) -> impl Iterator<Item = &mut Sender<P>> + '_ {
+        std::iter::once(&mut self.first).chain(&mut self.rest)
     }
 
     /// How EQIF `i` shares the uplink.
@@ -147,16 +166,14 @@ impl<P: Clone> Uplink<P> {
 
     /// The EQIF whose data carries `sender_id`.
     pub fn find(&self, sender_id: u16) -> Option<EqifIndex> {
-        self.eqifs
-            .iter()
-            .position(|s| s.config().sender_id == sender_id)
+        self.eqifs().position(|s| s.config().sender_id == sender_id)
     }
 
     /// Hands a control packet from `src` to the EQIF its `sender_id` names
     /// ([`Sender::handle_control`]); one naming none is counted and ignored.
     pub fn handle_control(&mut self, now: Time, src: PeerId, header: &ControlHeader) {
         match self.find(header.sender_id) {
-            Some(i) => self.eqifs[i].handle_control(now, src, header),
+            Some(i) => self.eqif_mut(i).handle_control(now, src, header),
             None => self.unknown_sender_id += 1,
         }
     }
@@ -165,7 +182,7 @@ impl<P: Clone> Uplink<P> {
     /// ([`Sender::handle_returned`]), to the EQIF that sent it.
     pub fn handle_returned(&mut self, now: Time, dst: PeerId, header: &DataHeader) {
         match self.find(header.sender_id) {
-            Some(i) => self.eqifs[i].handle_returned(now, dst, header.seq),
+            Some(i) => self.eqif_mut(i).handle_returned(now, dst, header.seq),
             None => self.unknown_sender_id += 1,
         }
     }
@@ -174,16 +191,19 @@ impl<P: Clone> Uplink<P> {
     /// whose turn it is by deficit round robin among those of the most urgent
     /// priority level that have one.
     pub fn poll_transmit(&mut self, now: Time) -> Option<(EqifIndex, Transmit<P>)> {
-        let i = if self.eqifs.len() == 1 {
-            0
-        } else {
-            for (head, eqif) in self.heads.iter_mut().zip(&mut self.eqifs) {
-                *head = eqif.peek_transmit_len();
-            }
-            self.drr.pick(&self.heads)?
-        };
-        let tx = self.eqifs[i].poll_transmit(now)?;
-        debug_assert!(self.eqifs.len() == 1 || Some(tx.wire_len) == self.heads[i]);
+        if self.rest.is_empty() {
+            return self.first.poll_transmit(now).map(|tx| (0, tx));
+        }
+        let mut heads = std::mem::take(&mut self.heads);
+        for (head, eqif) in heads.iter_mut().zip(self.eqifs_mut()) {
+            *head = eqif.peek_transmit_len();
+        }
+        let picked = self.drr.pick(&heads);
+        let expected = picked.and_then(|i| heads[i]);
+        self.heads = heads;
+        let i = picked?;
+        let tx = self.eqif_mut(i).poll_transmit(now)?;
+        debug_assert_eq!(Some(tx.wire_len), expected);
         // In flight grows only here.
         self.in_flight_peak = self.in_flight_peak.max(self.in_flight_bytes());
         Some((i, tx))
@@ -191,10 +211,10 @@ impl<P: Clone> Uplink<P> {
 
     /// A packet some EQIF's receiver ACKed ([`Sender::poll_acked`]), and that EQIF.
     pub fn poll_acked(&mut self) -> Option<(EqifIndex, Acked<P>)> {
-        let n = self.eqifs.len();
+        let n = self.eqif_count();
         for _ in 0..n {
             let i = self.acked_from;
-            if let Some(acked) = self.eqifs[i].poll_acked() {
+            if let Some(acked) = self.eqif_mut(i).poll_acked() {
                 return Some((i, acked));
             }
             self.acked_from = (i + 1) % n;
@@ -204,12 +224,12 @@ impl<P: Clone> Uplink<P> {
 
     /// The earliest timer of any EQIF ([`Sender::poll_timeout`]).
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.eqifs.iter().filter_map(Sender::poll_timeout).min()
+        self.eqifs().filter_map(Sender::poll_timeout).min()
     }
 
     /// Runs every EQIF's timers due at `now` ([`Sender::handle_timeout`]).
     pub fn handle_timeout(&mut self, now: Time) {
-        for eqif in &mut self.eqifs {
+        for eqif in self.eqifs_mut() {
             eqif.handle_timeout(now);
         }
     }
@@ -217,23 +237,21 @@ impl<P: Clone> Uplink<P> {
     /// Control packets ignored: by an EQIF (unknown source) or for want of one
     /// (unknown sender id).
     pub fn ignored_control(&self) -> u64 {
-        self.unknown_sender_id + self.eqifs.iter().map(Sender::ignored_control).sum::<u64>()
+        self.unknown_sender_id + self.eqifs().map(Sender::ignored_control).sum::<u64>()
     }
 
     /// Charged bytes in flight over every EQIF ([`Sender::in_flight_bytes`]).
     pub fn in_flight_bytes(&self) -> u64 {
-        self.eqifs.iter().map(Sender::in_flight_bytes).sum()
+        self.eqifs().map(Sender::in_flight_bytes).sum()
     }
 
     /// The most [`Uplink::in_flight_bytes`] has been.
     pub fn peak_in_flight_bytes(&self) -> u64 {
-        self.in_flight_peak
-    }
-}
-
-impl<P: Clone> Default for Uplink<P> {
-    fn default() -> Self {
-        Self::new()
+        if self.rest.is_empty() {
+            self.first.peak_in_flight_bytes()
+        } else {
+            self.in_flight_peak
+        }
     }
 }
 

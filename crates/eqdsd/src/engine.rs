@@ -184,8 +184,7 @@ impl Engine {
                 max_p_ppm: config.ecn_max_p_ppm,
             }),
         };
-        let mut tx = Uplink::new();
-        tx.add(sender_config(TUN_EQIF as u16), config.tun_share);
+        let mut tx = Uplink::new(sender_config(TUN_EQIF as u16), config.tun_share);
         if config.native_socket.is_some() {
             tx.add(sender_config(NATIVE_EQIF as u16), config.native_share);
         }
@@ -415,7 +414,7 @@ impl Engine {
         self.pool.set_proto(id, NextProto::Native);
         // An engine without the native socket takes no native datagrams; tests may
         // still write some, which then share the TUN's EQIF.
-        let tx = self.tx.eqif_mut(NATIVE_EQIF.min(self.tx.len() - 1));
+        let tx = self.tx.eqif_mut(NATIVE_EQIF.min(self.tx.eqif_count() - 1));
         let outcome = match tx.enqueue(now, peer, payload_len as u32, id) {
             Ok(()) => {
                 self.counters.native_enqueued += 1;
@@ -606,7 +605,7 @@ impl Engine {
     pub fn close_all(&mut self, now: Time) {
         let ids: Vec<PeerId> = self.peers.iter().map(|(id, _)| id).collect();
         for peer in ids {
-            for eqif in 0..self.tx.len() {
+            for eqif in 0..self.tx.eqif_count() {
                 for b in self.tx.eqif_mut(eqif).drop_tunnel(peer) {
                     self.pool.free(b);
                 }

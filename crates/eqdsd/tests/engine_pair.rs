@@ -446,7 +446,7 @@ fn pull(sender_id: u16, pull_no: u32) -> Vec<u8> {
 /// for host 2 in RTS mode.
 fn release_order(interface: &str, native: &str) -> Vec<u16> {
     let mut a = Engine::new(&two_eqif_config(1, "rts", interface, native), 1);
-    assert_eq!(a.uplink().len(), 2);
+    assert_eq!(a.uplink().eqif_count(), 2);
     for i in 0..40u32 {
         Pair::write_tun(
             &mut a,

@@ -36,9 +36,13 @@ fn config(sender_id: u16) -> SenderConfig {
 /// An uplink of EQIFs with sender ids 1, 2, ... and the given shares, each with
 /// `backlog` full packets queued for peer 10 (payload: the EQIF's index).
 fn uplink(shares: &[Share], backlog: u32) -> Uplink<usize> {
-    let mut up = Uplink::new();
+    let mut up = Uplink::new(config(1), shares[0]);
     for (i, &share) in shares.iter().enumerate() {
-        let idx = up.add(config(i as u16 + 1), share);
+        let idx = if i == 0 {
+            0
+        } else {
+            up.add(config(i as u16 + 1), share)
+        };
         for _ in 0..backlog {
             up.eqif_mut(idx).enqueue(0, 10, FULL, idx).unwrap();
         }
@@ -108,8 +112,7 @@ fn a_more_urgent_eqif_goes_first_until_its_credit_runs_out() {
 
 #[test]
 fn small_packets_take_a_turn_of_the_same_bytes() {
-    let mut up = Uplink::new();
-    up.add(config(1), weight(1));
+    let mut up = Uplink::new(config(1), weight(1));
     up.add(config(2), weight(1));
     for _ in 0..30 {
         // 250 bytes charged: four per full-packet quantum.
@@ -200,14 +203,13 @@ fn one_eqif_behaves_as_the_sender_alone() {
 #[test]
 #[should_panic(expected = "sender id 1 is taken")]
 fn two_eqifs_cannot_share_a_sender_id() {
-    let mut up: Uplink<usize> = Uplink::new();
-    up.add(config(1), Share::default());
+    let mut up: Uplink<usize> = Uplink::single(config(1));
     up.add(config(1), Share::default());
 }
 
 #[test]
 #[should_panic(expected = "weight must be at least 1")]
 fn a_weight_of_zero_is_refused() {
-    let mut up: Uplink<usize> = Uplink::new();
-    up.add(config(1), weight(0));
+    let mut up: Uplink<usize> = Uplink::single(config(1));
+    up.add(config(2), weight(0));
 }

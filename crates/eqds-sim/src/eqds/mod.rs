@@ -411,8 +411,8 @@ impl EqdsLayer {
 
 /// The sending EQIFs of one host: EQIF `i` has sender id `i` and `config(i)`.
 fn sending_eqifs(shares: &[Share], config: impl Fn(usize) -> SenderConfig) -> Uplink<PacketId> {
-    let mut uplink = Uplink::new();
-    for (eqif, &share) in shares.iter().enumerate() {
+    let mut uplink = Uplink::new(config(0), shares[0]);
+    for (eqif, &share) in shares.iter().enumerate().skip(1) {
         uplink.add(config(eqif), share);
     }
     uplink

@@ -137,7 +137,7 @@ impl World {
                 h.tx.handle_returned(now, pkt.src, &hdr);
                 self.pkts.free(id);
             }
-            Ok((Header::Data(hdr), _)) if usize::from(hdr.sender_id) >= h.tx.len() => {
+            Ok((Header::Data(hdr), _)) if usize::from(hdr.sender_id) >= h.tx.eqif_count() => {
                 // Every host has the same EQIFs; an id beyond them is not ours.
                 eqds.counters.malformed += 1;
                 self.pkts.free(id);
@@ -151,7 +151,7 @@ impl World {
                     eqds.counters.trimmed_received += 1;
                 }
                 let peer = rx_peer(pkt.src, hdr.sender_id);
-                if eqds.settings.policy != Policy::Fifo && h.tx.len() > 1 {
+                if eqds.settings.policy != Policy::Fifo && h.tx.eqif_count() > 1 {
                     // Pull each sending EQIF by its own share (a fair FIFO has none).
                     let share = eqds.settings.eqifs[usize::from(hdr.sender_id)];
                     let credit = h.rx.credit_mut();
