@@ -35,96 +35,18 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from eqds_lab import Quantity, write_result
 from eqds_lab.experiment import jain, parse_args
-from eqds_lab.testbed import Bed, Daemons, inner
+from eqds_lab.testbed import Bed, Setup, mid_rate
 
 HERE = Path(__file__).resolve().parent
 RATE_MBPS = 200
 #: The UDP-against-TCP case runs slower (see udp_share).
 UDP_RATE_MBPS = 100
-SECONDS = 8
-
-
-def mid_rate(result: dict) -> float:
-    """Mean rate the receiver saw (Mbit/s) over seconds 2 .. SECONDS-1 of one iperf3
-    test (the server's intervals: for UDP the client's would be the sending rate)."""
-    rates = [
-        i["sum"]["bits_per_second"] / 1e6
-        for i in result["server_output_json"]["intervals"]
-        if 2 <= i["sum"]["start"] < SECONDS - 1
-    ]
-    return statistics.fmean(rates)
-
-
-class Setup:
-    """A fresh testbed with (or without) a daemon on every host."""
-
-    def __init__(
-        self,
-        hosts: int,
-        eqdsd: bool,
-        *up_args: str,
-        daemon_rate: str = "200mbit",
-        eqds: str = "",
-    ):
-        self.bed = Bed()
-        self.bed.up("--hosts", str(hosts), *up_args)
-        self.eqdsd = eqdsd
-        self.tmp = tempfile.TemporaryDirectory()
-        self.daemons = Daemons(self.bed, Path(self.tmp.name))
-        if eqdsd:
-            for h in range(1, hosts + 1):
-                self.daemons.start(h, daemon_rate, extra=eqds, tunnel="paths = 32")
-
-    def addr(self, host: int) -> str:
-        return inner(host) if self.eqdsd else self.bed.host(host)["address"]
-
-    def flows(
-        self,
-        pairs: list[tuple[int, int]],
-        udp: set[int] = frozenset(),
-        udp_mbps: int = 250,
-    ) -> list[dict]:
-        """One iperf3 flow per (src, dst) pair, all at once; their JSON reports. The
-        flows numbered in `udp` are unresponsive UDP at `udp_mbps`."""
-        for k, (_, dst) in enumerate(pairs):
-            self.bed.iperf3_server(
-                dst, 5201 + k, addr=self.addr(dst), realtime=k in udp
-            )
-        with ThreadPoolExecutor(len(pairs)) as pool:
-            futures = []
-            for k, (src, dst) in enumerate(pairs):
-                extra = (
-                    ("-u", "-b", f"{udp_mbps}M", "-l", "1400")
-                    if k in udp
-                    else ("-C", "cubic")
-                )
-                extra += ("--get-server-output",)
-                futures.append(
-                    pool.submit(
-                        self.bed.iperf3_client,
-                        src,
-                        dst,
-                        5201 + k,
-                        *extra,
-                        seconds=SECONDS,
-                        addr=self.addr(dst),
-                        realtime=k in udp,
-                    )
-                )
-            return [f.result() for f in futures]
-
-    def close(self) -> None:
-        self.daemons.stop_all()
-        self.bed.kill_servers()
-        self.bed.down()
-        self.tmp.cleanup()
 
 
 def ping_stats(bed: Bed, src: int, dst_addr: str, count: int, delay: float) -> dict:

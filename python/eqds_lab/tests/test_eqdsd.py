@@ -187,6 +187,26 @@ def test_incast_8_to_1_shares_fairly(testbed: Bed, daemons: Daemons) -> None:
     assert total >= 0.70 * 200, f"aggregate {total:.1f} Mbit/s of 200 ({rates})"
 
 
+@pytest.mark.skipif(
+    "bbr" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text(),
+    reason="the kernel has no BBR",
+)
+def test_kernel_bbr_and_cubic_share_one_receiver_fairly(testbed: Bed, daemons: Daemons) -> None:
+    # Figure 18 on real hosts (experiments/eqdsd-cc-sharing): on the plain path BBR
+    # got 0.11 of the receiver beside Cubic, through eqdsd exactly half.
+    star(testbed, daemons, 3, range(1, 4))
+    for s in (1, 2):
+        testbed.iperf3_server(3, 5200 + s, addr=inner(3))
+    jobs = [
+        partial(testbed.iperf3_client, s, 3, 5200 + s, "-C", cc, seconds=6, addr=inner(3))
+        for s, cc in ((1, "cubic"), (2, "bbr"))
+    ]
+    shares = shares_while_all_run(testbed, daemons, 3, jobs, seconds=6)
+    cubic, bbr = shares[1], shares[2]
+    assert jain([cubic, bbr]) >= 0.95, f"Cubic {cubic:.1f}, BBR {bbr:.1f} Mbit/s"
+    assert cubic + bbr >= 0.70 * 200, f"Cubic {cubic:.1f}, BBR {bbr:.1f} Mbit/s of 200"
+
+
 def test_a_udp_blaster_gets_only_its_share(testbed: Bed, daemons: Daemons) -> None:
     # 100 Mbit/s: at 200 the sixteen processes wait for the two cores, and the
     # real-time blaster's tunnel takes the credit the TCP senders cannot use.

@@ -1,6 +1,7 @@
 """The namespace testbed (scripts/testbed.sh) and eqdsd daemons on it, driven from
-Python: shared by the testbed's and the daemon's tests and by experiments/eqdsd-testbed.
-Needs root, iproute2, iperf3 and ping (scripts/test.sh installs them)."""
+Python: shared by the testbed's and the daemon's tests and by the experiments that run
+on real Linux hosts (experiments/eqdsd-*). Needs root, iproute2, iperf3 and ping
+(scripts/test.sh installs them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import itertools
 import json
 import os
 import signal
+import statistics
 import subprocess
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +21,8 @@ TESTBED = ROOT / "scripts" / "testbed.sh"
 EQDSD = Path(os.environ.get("EQDSD_BIN", ROOT / "target" / "release" / "eqdsd"))
 EQDSCTL = EQDSD.with_name("eqdsctl")
 _counter = itertools.count()
+#: Seconds an experiment's iperf3 tests run; rates are taken over seconds 2 .. 7.
+SECONDS = 8
 
 
 def run(
@@ -280,3 +285,80 @@ def shares_while_all_run(
         for f in futures:
             f.result()
     return {h: (after[h] - before.get(h, 0)) * 8 / (t1 - t0) / 1e6 for h in after}
+
+
+def mid_rate(result: dict) -> float:
+    """Mean rate the receiver saw (Mbit/s) over seconds 2 .. SECONDS-1 of one iperf3
+    test (the server's intervals: for UDP the client's would be the sending rate)."""
+    rates = [
+        i["sum"]["bits_per_second"] / 1e6
+        for i in result["server_output_json"]["intervals"]
+        if 2 <= i["sum"]["start"] < SECONDS - 1
+    ]
+    return statistics.fmean(rates)
+
+
+class Setup:
+    """A fresh testbed for one experiment's measurement, with (or without) a daemon on
+    every host; `close` tears it all down."""
+
+    def __init__(
+        self,
+        hosts: int,
+        eqdsd: bool,
+        *up_args: str,
+        daemon_rate: str = "200mbit",
+        eqds: str = "",
+    ):
+        self.bed = Bed()
+        self.bed.up("--hosts", str(hosts), *up_args)
+        self.eqdsd = eqdsd
+        self.tmp = tempfile.TemporaryDirectory()
+        self.daemons = Daemons(self.bed, Path(self.tmp.name))
+        if eqdsd:
+            for h in range(1, hosts + 1):
+                self.daemons.start(h, daemon_rate, extra=eqds, tunnel="paths = 32")
+
+    def addr(self, host: int) -> str:
+        return inner(host) if self.eqdsd else self.bed.host(host)["address"]
+
+    def flows(
+        self,
+        pairs: list[tuple[int, int]],
+        udp: set[int] = frozenset(),
+        udp_mbps: int = 250,
+        cc: list[str] | None = None,
+    ) -> list[dict]:
+        """One iperf3 flow per (src, dst) pair, all at once, for SECONDS; their JSON
+        reports. The flows numbered in `udp` are unresponsive UDP at `udp_mbps`; the
+        others are TCP with the kernel congestion controller `cc[k]` (default Cubic)."""
+        for k, (_, dst) in enumerate(pairs):
+            self.bed.iperf3_server(dst, 5201 + k, addr=self.addr(dst), realtime=k in udp)
+        with ThreadPoolExecutor(len(pairs)) as pool:
+            futures = []
+            for k, (src, dst) in enumerate(pairs):
+                extra = (
+                    ("-u", "-b", f"{udp_mbps}M", "-l", "1400")
+                    if k in udp
+                    else ("-C", cc[k] if cc else "cubic")
+                )
+                extra += ("--get-server-output",)
+                futures.append(
+                    pool.submit(
+                        self.bed.iperf3_client,
+                        src,
+                        dst,
+                        5201 + k,
+                        *extra,
+                        seconds=SECONDS,
+                        addr=self.addr(dst),
+                        realtime=k in udp,
+                    )
+                )
+            return [f.result() for f in futures]
+
+    def close(self) -> None:
+        self.daemons.stop_all()
+        self.bed.kill_servers()
+        self.bed.down()
+        self.tmp.cleanup()
