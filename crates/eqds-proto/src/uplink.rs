@@ -209,6 +209,11 @@ impl<P: Clone> Uplink<P> {
         Some((i, tx))
     }
 
+    /// Whether some EQIF has a packet [`Uplink::poll_transmit`] would return now.
+    pub fn has_transmit(&mut self) -> bool {
+        self.eqifs_mut().any(|e| e.peek_transmit_len().is_some())
+    }
+
     /// A packet some EQIF's receiver ACKed ([`Sender::poll_acked`]), and that EQIF.
     pub fn poll_acked(&mut self) -> Option<(EqifIndex, Acked<P>)> {
         let n = self.eqif_count();

@@ -129,6 +129,8 @@ struct EqdsSection {
     mode: String,
     #[serde(default = "default_link_rate")]
     link_rate: String,
+    #[serde(default)]
+    uplink_rate: Option<String>,
     #[serde(default = "default_window")]
     window: u32,
     initial_window: Option<u32>,
@@ -354,6 +356,11 @@ pub struct Config {
     pub mode: Mode,
     /// Receiving access link rate, bits per second: PULLs are paced at it.
     pub link_rate_bps: u64,
+    /// Sending access link rate, bits per second, if the sending EQIFs are to pace
+    /// what they release at it: credit beyond it then waits in the EQIFs, where the
+    /// EQIFs' weights and priorities decide who goes, rather than in the kernel's
+    /// queues. `None`: release whatever credit pays for.
+    pub uplink_rate_bps: Option<u64>,
     /// Credit window per tunnel, in packets.
     pub window_packets: u32,
     /// Packets an idle tunnel sends to an idle receiver before any credit; `None`:
@@ -523,6 +530,12 @@ impl Config {
             other => return Err(invalid("eqds.mode", format!("'{other}' is not rts or ndp"))),
         };
         let link_rate_bps = parse_rate(&e.link_rate).map_err(|m| invalid("eqds.link_rate", m))?;
+        let uplink_rate_bps = e
+            .uplink_rate
+            .as_deref()
+            .map(parse_rate)
+            .transpose()
+            .map_err(|m| invalid("eqds.uplink_rate", m))?;
         let policy = match e.policy.as_str() {
             "fifo" => Policy::Fifo,
             "weighted" => Policy::Weighted,
@@ -702,6 +715,7 @@ impl Config {
             poll_us: f.tunnel.poll_us,
             mode,
             link_rate_bps,
+            uplink_rate_bps,
             window_packets: e.window,
             initial_window_packets: e.initial_window,
             // The TUN carries kernel TCP, whose ACK clock turns each packet in flight

@@ -39,6 +39,7 @@ use crate::counters::Counters;
 use crate::native::{self, Kind, NativeHeader, Reject, NATIVE_HEADER_LEN};
 use crate::peers::{PeerError, Peers};
 use crate::pool::{BufId, Pool, INNER};
+use crate::tx_pacer::TxPacer;
 use crate::{ipv4, ipv6};
 
 /// Native payloads held for the local application at most: beyond this it is not
@@ -145,6 +146,11 @@ pub struct Engine {
     control_link_overhead: Option<u32>,
     /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
+    /// Paces DATA and RTS at `eqds.uplink_rate`, if set.
+    pacer: Option<TxPacer>,
+    /// The pacer held back a packet some EQIF has ready: `poll_timeout` says when it
+    /// may go.
+    paced_back: bool,
     /// Each DATA and RTS datagram must leave through its header's path id's socket:
     /// per-path statistics or path avoidance are on, and both must describe the
     /// route a packet really took.
@@ -235,6 +241,14 @@ impl Engine {
             control_link_overhead: config.pace_control.then_some(20 + 8 + config.link_overhead),
             path_bytes: vec![0; usize::from(config.paths)],
             sends_on_header_paths: config.path_stats || config.path_avoidance_us > 0,
+            // The bucket holds what the link carries in two of the loop's timer
+            // slacks (it may wake that late), and never less than four packets.
+            pacer: config.uplink_rate_bps.map(|rate| {
+                let slack_bytes = rate / 8 * 2 * config.timer_granularity_us / 1_000_000;
+                let depth = slack_bytes.max(4 * u64::from(charged_mtu));
+                TxPacer::new(rate, depth.min(u64::from(u32::MAX)) as u32)
+            }),
+            paced_back: false,
         }
     }
 
@@ -520,7 +534,12 @@ impl Engine {
 
     /// When [`Engine::handle_timeout`] next has work.
     pub fn poll_timeout(&self) -> Option<Time> {
-        [self.tx.poll_timeout(), self.rx.poll_timeout()]
+        let paced = self
+            .pacer
+            .as_ref()
+            .filter(|_| self.paced_back)
+            .map(TxPacer::ready_at);
+        [self.tx.poll_timeout(), self.rx.poll_timeout(), paced]
             .into_iter()
             .flatten()
             .min()
@@ -687,7 +706,21 @@ impl Engine {
             self.counters.control_sent += 1;
             self.push(rx_peer_slot(peer), header, None);
         }
-        while let Some((_, t)) = self.tx.poll_transmit(now) {
+        if let Some(p) = &mut self.pacer {
+            p.refill(now);
+        }
+        self.paced_back = false;
+        loop {
+            if self.pacer.as_ref().is_some_and(|p| !p.ready()) {
+                self.paced_back = self.tx.has_transmit();
+                break;
+            }
+            let Some((_, t)) = self.tx.poll_transmit(now) else {
+                break;
+            };
+            if let Some(p) = &mut self.pacer {
+                p.spend(t.wire_len);
+            }
             let mut header = [0u8; HEADER_LEN];
             let mut data = t.header;
             if let Some(b) = t.payload {

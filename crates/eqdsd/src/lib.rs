@@ -10,6 +10,7 @@
 //! - [`gso`]: cutting the TUN device's TCP super-packets into MTU-sized segments;
 //! - [`gro`]: merging in-order TCP segments into super-packets for the TUN device;
 //! - [`engine`]: the protocol state joined to peers and buffers, without I/O;
+//! - [`tx_pacer`]: pacing what the sending EQIFs release at the host's own link;
 //! - [`native`]: the header of the native interface (applications without IP);
 //! - [`counters`] and [`metrics`]: drop reasons and the Prometheus endpoint;
 //! - [`sys`]: TUN, UDP sockets with batched I/O, clock and timer (all `unsafe` code);
@@ -29,3 +30,4 @@ pub mod peers;
 pub mod pool;
 pub mod sys;
 pub mod tcp;
+pub mod tx_pacer;

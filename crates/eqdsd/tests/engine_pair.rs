@@ -463,10 +463,15 @@ fn release_order(interface: &str, native: &str) -> Vec<u16> {
         a.receive_datagram(0, endpoint(2), id, bytes.len(), false);
     }
     a.pump(0);
+    data_sender_ids(&mut a)
+}
+
+/// Sender ids of the DATA datagrams `e` has ready, in order.
+fn data_sender_ids(e: &mut Engine) -> Vec<u16> {
     let mut ids = Vec::new();
-    while let Some(d) = a.pop_datagram() {
+    while let Some(d) = e.pop_datagram() {
         let Some(payload) = d.payload else { continue };
-        let len = a.pool().inner(payload).len();
+        let len = e.pool().inner(payload).len();
         if let Ok(eqds_proto::wire::Header::Data(h)) =
             eqds_proto::wire::decode_header(&d.header, len)
         {
@@ -503,6 +508,51 @@ fn tun_and_native_payloads_share_released_credit_by_their_eqifs_weights() {
     let ids = release_order("priority = 1", "");
     assert!(ids[..28].iter().all(|&id| id == 1), "{ids:?}");
     assert!(ids[28..].iter().all(|&id| id == 0), "{ids:?}");
+}
+
+#[test]
+fn with_an_uplink_rate_the_eqifs_weights_share_a_congested_uplink() {
+    // Both EQIFs burst an NDP window (32 packets each) at once: far more than a
+    // 100 Mbit/s uplink carries. Paced at that rate, the excess waits in the EQIFs,
+    // and what goes each moment is the weights' choice.
+    let text = config_text(1, "ndp")
+        .replace(
+            "[[peer_range]]",
+            "[native]\nsocket = \"/run/eqds1.sock\"\nweight = 3\n[[peer_range]]",
+        )
+        .replace(
+            "link_rate = \"1gbit\"",
+            "link_rate = \"1gbit\"\nuplink_rate = \"100mbit\"",
+        );
+    let mut a = Engine::new(&Config::parse(&text).unwrap(), 1);
+    for i in 0..40u32 {
+        Pair::write_tun(
+            &mut a,
+            0,
+            &ip_packet([10, 88, 1, 1], [10, 88, 2, 1], i, 1000),
+        );
+        write_native(&mut a, 0, &native_dgram([10, 77, 2, 1], &[i as u8; 1000]));
+    }
+    let at_once = data_sender_ids(&mut a);
+    // The bucket: four packets' worth of credit bytes (1,558 each), 1,058-byte packets.
+    assert_eq!(at_once.len(), 6, "{at_once:?}");
+    let mut ids = at_once;
+    let mut now = 0;
+    let mut timeline = Vec::new();
+    while ids.len() < 60 {
+        now = a.poll_timeout().expect("the pacer has packets waiting");
+        a.handle_timeout(now);
+        ids.extend(data_sender_ids(&mut a));
+        timeline.push((now, ids.len()));
+    }
+    // 54 packets of 1,058 bytes after the bucket: 4.57 ms at 100 Mbit/s.
+    let ms = now as f64 / 1e9;
+    assert!((4.4..4.8).contains(&ms), "60 packets by {ms:.2} ms");
+    let native = ids[..40].iter().filter(|&&id| id == 1).count();
+    assert!(
+        (28..=32).contains(&native),
+        "native {native} of 40: {ids:?}"
+    );
 }
 
 #[test]

@@ -120,6 +120,8 @@ fn errors_name_the_key() {
     assert!(e.starts_with("native.weight: must be at least 1"), "{e}");
     let e = err(&format!("{MINIMAL}\n[native]\npriority = 256"));
     assert!(e.contains("priority"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nuplink_rate = \"fast\""));
+    assert!(e.starts_with("eqds.uplink_rate:"), "{e}");
     let e = err(&format!("{MINIMAL}\n[eqds]\nmax_peers = 16777217"));
     assert!(e.starts_with("eqds.max_peers: must be 1..=16777216"), "{e}");
     let e = err(&MINIMAL.replace("[tunnel]", "[tunnel]\npoll_us = 2000000"));
