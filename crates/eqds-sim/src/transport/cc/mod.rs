@@ -66,6 +66,10 @@ pub trait CongestionControl: SaveState {
     fn on_loss(&mut self, now: Time, flight: u64, mss: u64);
     /// Retransmission timeout: collapse to the loss window.
     fn on_timeout(&mut self, now: Time, flight: u64, mss: u64);
+    /// The sender is about to transmit with nothing in flight (Linux's
+    /// `CA_EVENT_TX_START`): after an idle period, or after a timeout marked all it
+    /// had sent lost. The default does nothing.
+    fn on_tx_start(&mut self, _now: Time) {}
     /// Whether the controller models the path from every ACK (BBR): it then gets
     /// [`CongestionControl::on_ack`] for every ACK that delivers data, in loss
     /// recovery and when the window did not limit the sender too, each with a

@@ -11,8 +11,9 @@
 //! base RTT needs, `cwnd base / rtt`. Rounds with fewer than three RTT samples tell
 //! too little (delayed ACKs) and grow as Reno would. Losses, timeouts and ECN echoes
 //! are answered as Reno does, and a new round starts after them (Linux re-enables
-//! Vegas when it returns to the Open state). Linux also forgets the base RTT after
-//! an idle period; flows here are not left idle, so it is kept for the flow's life.
+//! Vegas when it returns to the Open state). The base RTT is forgotten whenever the
+//! sender transmits with nothing in flight (Linux's `CA_EVENT_TX_START`): after an
+//! idle period the path may have changed.
 //!
 //! The paper's Figure 18 names it as the exception to EQDS's fair sharing: the time
 //! packets wait in the sending EQIF counts as queueing to Vegas, so it stops growing
@@ -138,6 +139,11 @@ impl CongestionControl for Vegas {
         self.reset_round();
     }
 
+    fn on_tx_start(&mut self, _now: Time) {
+        self.base_rtt = Time::MAX;
+        self.reset_round();
+    }
+
     fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
         self.reno.on_timeout(now, flight, mss);
         self.reset_round();
@@ -179,6 +185,21 @@ mod tests {
         v.reno.set(packets * MSS, 0);
         v.base_rtt = 10 * US;
         v
+    }
+
+    #[test]
+    fn sending_from_an_empty_pipe_forgets_the_base_rtt() {
+        // The path's RTT rose to 20 us while the sender was idle. Against the old
+        // 10 us base the window would shrink every round; after the restart the new
+        // RTT is the base, and a round at it finds nothing queued: +1.
+        let mut v = avoiding(20);
+        v.on_tx_start(0);
+        assert_eq!(v.base_rtt, Time::MAX);
+        let at = round(&mut v, 0, 20, 20 * US);
+        assert_eq!(v.base_rtt, 20 * US);
+        let before = v.window();
+        round(&mut v, at, 20, 20 * US);
+        assert_eq!(v.window(), before + MSS);
     }
 
     #[test]

@@ -208,12 +208,15 @@ impl TcpSender {
             ctx.flow(self.ends.flow).retransmits += 1;
         }
         self.high_tx = self.high_tx.max(seq + len as u64);
+        let idle = if self.cfg.sack {
+            self.board.pipe() == 0
+        } else {
+            self.snd_nxt == self.snd_una
+        };
+        if idle {
+            self.cc.on_tx_start(ctx.now);
+        }
         if let Some(rate) = &mut self.rate {
-            let idle = if self.cfg.sack {
-                self.board.pipe() == 0
-            } else {
-                self.snd_nxt == self.snd_una
-            };
             rate.on_send(seq / self.cfg.mss as u64, ctx.now, idle);
         }
         if let Some(bps) = self.cc.pacing_rate() {
