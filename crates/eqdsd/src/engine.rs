@@ -148,6 +148,8 @@ pub struct Engine {
     path_bytes: Vec<u64>,
     /// Paces DATA and RTS at `eqds.uplink_rate`, if set.
     pacer: Option<TxPacer>,
+    /// Bytes a control datagram takes on the link, charged to the pacer.
+    control_wire_len: u32,
     /// The pacer held back a packet some EQIF has ready: `poll_timeout` says when it
     /// may go.
     paced_back: bool,
@@ -249,6 +251,7 @@ impl Engine {
                 TxPacer::new(rate, depth.min(u64::from(u32::MAX)) as u32)
             }),
             paced_back: false,
+            control_wire_len: overhead,
         }
     }
 
@@ -704,6 +707,11 @@ impl Engine {
                 .encode(&mut header)
                 .expect("a control header the core built encodes");
             self.counters.control_sent += 1;
+            if let Some(p) = &mut self.pacer {
+                // Control goes first and is never held, but it takes link time the
+                // data after it must leave.
+                p.spend(self.control_wire_len);
+            }
             self.push(rx_peer_slot(peer), header, None);
         }
         if let Some(p) = &mut self.pacer {

@@ -12,10 +12,12 @@
 //! - **Drain**: pacing gain 1/2.885 until what is in flight is down to one BDP;
 //! - **ProbeBW**: the steady state, cycling the pacing gain through 1.25, 0.75 and
 //!   six rounds of 1, each phase one propagation time long (the 1.25 phase until a
-//!   BDP and a quarter is in flight, the 0.75 phase ending early once one is), from a
-//!   phase other than 0.75 chosen at entry; window gain 2;
-//! - **ProbeRTT**: when the propagation time has not been refreshed for ten seconds,
-//!   at most 4 segments in flight for 200 ms and one round trip.
+//!   BDP and a quarter is in flight or a loss, the 0.75 phase ending early once one
+//!   BDP is; Linux adds its burst allowance to both thresholds, see `update_cycle`),
+//!   from a phase other than 0.75 chosen at entry; window gain 2;
+//! - **ProbeRTT**: when no smaller propagation time has been seen for ten seconds,
+//!   at most 4 segments in flight for 200 ms and one round trip; its samples may
+//!   only raise the bandwidth estimate, and the window comes back when it ends.
 //!
 //! The window is `cwnd_gain` BDPs plus Linux's allowance for segmentation offload:
 //! three send bursts of 1/1024 s of the pacing rate each, at most 64 KB, at least 2
@@ -106,6 +108,11 @@ pub struct Bbr {
     conserving: bool,
     /// ProbeRTT ends at this time (once in flight is down to the minimum).
     probe_rtt_done: Option<Time>,
+    /// Window when ProbeRTT began, restored when it ends.
+    probe_rtt_prior: u64,
+    /// A loss since the gain phase began: the 1.25 phase ends at its full length
+    /// (Linux: `rs->losses`).
+    lost_in_phase: bool,
     probe_rtt_round: u64,
     pacing_bps: Option<u64>,
 }
@@ -134,6 +141,8 @@ impl Bbr {
             restore_round: 0,
             conserving: false,
             probe_rtt_done: None,
+            probe_rtt_prior: 0,
+            lost_in_phase: false,
             probe_rtt_round: 0,
             pacing_bps: None,
         }
@@ -167,6 +176,15 @@ impl Bbr {
             self.round_count += 1;
             self.round_start = true;
         }
+        let bw = rs.delivery_rate_bps;
+        // Samples of a sender with too little to send, or held to four segments in
+        // ProbeRTT (Linux marks those app-limited), may only raise the estimate. The
+        // filter ages only when it takes a sample, as Linux's minmax does: a long
+        // ProbeRTT does not empty it.
+        let limited = rs.app_limited || self.mode == BbrMode::ProbeRtt;
+        if limited && bw < self.bandwidth() {
+            return;
+        }
         let round = self.round_count;
         while self
             .bw_filter
@@ -174,10 +192,6 @@ impl Bbr {
             .is_some_and(|&(r, _)| r + BW_ROUNDS <= round)
         {
             self.bw_filter.pop_front();
-        }
-        let bw = rs.delivery_rate_bps;
-        if rs.app_limited && bw < self.bandwidth() {
-            return;
         }
         while self.bw_filter.back().is_some_and(|&(_, b)| b <= bw) {
             self.bw_filter.pop_back();
@@ -214,8 +228,13 @@ impl Bbr {
         }
         let gain = CYCLE[self.cycle_index];
         let full_length = ack.now.saturating_sub(self.cycle_stamp) > self.min_rtt;
+        // Linux compares with `bbr_inflight`, the BDP at the gain plus the burst
+        // allowance; at datacenter rates that allowance (about 135 segments) dwarfs
+        // the BDP, so Linux's 1.25 phase runs until a loss and its 0.75 phase ends
+        // at once, keeping about the allowance queued. We compare with the BDP alone
+        // [choice]: the gain cycle then probes and drains as BBR's design intends.
         let next = if gain > 1.0 {
-            full_length && ack.in_flight >= self.bdp(gain)
+            full_length && (self.lost_in_phase || ack.in_flight >= self.bdp(gain))
         } else if gain < 1.0 {
             full_length || ack.in_flight <= self.bdp(1.0)
         } else {
@@ -224,22 +243,28 @@ impl Bbr {
         if next {
             self.cycle_index = (self.cycle_index + 1) % CYCLE.len();
             self.cycle_stamp = ack.now;
+            self.lost_in_phase = false;
         }
     }
 
     fn update_min_rtt(&mut self, ack: &AckEvent) {
         let now = ack.now;
-        let sample = ack.rate.map(|r| r.rtt).or(ack.rtt);
+        // The echoed send time first: a rate sample's RTT runs from the segment's
+        // latest transmission, which for a resent segment may be after the original
+        // that was delivered.
+        let sample = ack.rtt.or(ack.rate.map(|r| r.rtt));
         let expired = self.min_rtt != Time::MAX && now > self.min_rtt_stamp + MIN_RTT_WINDOW;
         if let Some(rtt) = sample {
-            if rtt <= self.min_rtt || expired {
+            // Strictly smaller (Linux's test): an equal sample does not refresh the
+            // estimate's age, or a path with a constant RTT would never probe it.
+            if rtt < self.min_rtt || expired {
                 self.min_rtt = rtt;
                 self.min_rtt_stamp = now;
             }
         }
         if expired && self.mode != BbrMode::ProbeRtt {
             self.mode = BbrMode::ProbeRtt;
-            self.save_cwnd();
+            self.probe_rtt_prior = self.cwnd.max(self.prior_cwnd);
             self.probe_rtt_done = None;
         }
         if self.mode != BbrMode::ProbeRtt {
@@ -252,8 +277,8 @@ impl Bbr {
             }
             Some(done) if now >= done && self.round_count >= self.probe_rtt_round => {
                 self.min_rtt_stamp = now;
-                self.cwnd = self.cwnd.max(self.prior_cwnd);
-                self.prior_cwnd = 0;
+                self.cwnd = self.cwnd.max(self.probe_rtt_prior);
+                self.probe_rtt_prior = 0;
                 if self.full_bw_reached {
                     self.enter_probe_bw(now);
                 } else {
@@ -350,6 +375,7 @@ impl CongestionControl for Bbr {
     }
 
     fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
+        self.lost_in_phase = true;
         self.save_cwnd();
         self.restore_round = self.round_count + 1;
         self.conserving = true;
@@ -480,6 +506,19 @@ mod tests {
     }
 
     #[test]
+    fn a_constant_round_trip_still_gets_probed_every_ten_seconds() {
+        // Equal samples do not refresh the estimate's age (Linux's strict test).
+        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
+        let mut probed = false;
+        for _ in 0..12 {
+            now = feed(&mut b, now + SEC, 1, 8e9 as u64, 10 * US, 10 * MSS);
+            probed |= b.mode() == BbrMode::ProbeRtt;
+        }
+        assert!(probed, "no ProbeRTT in 12 s at a constant 10 us");
+    }
+
+    #[test]
     fn a_loss_conserves_for_a_round_then_restores_the_window() {
         let mut b = Bbr::new(10 * MSS, MSS);
         let now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
@@ -494,6 +533,7 @@ mod tests {
     fn probe_rtt_comes_after_ten_seconds_without_a_smaller_rtt() {
         let mut b = Bbr::new(10 * MSS, MSS);
         let now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
+        let (window, bandwidth) = (b.window(), b.bandwidth());
         // Ten seconds later, RTTs no smaller than the estimate.
         let now = feed(
             &mut b,
@@ -516,6 +556,10 @@ mod tests {
             4 * MSS,
         );
         assert_eq!(b.mode(), BbrMode::ProbeBw);
+        // The window and the bandwidth estimate from before ProbeRTT come back:
+        // its slow samples (four segments in flight) never replaced the estimate.
+        assert!(b.window() >= window, "{} < {window}", b.window());
+        assert_eq!(b.bandwidth(), bandwidth);
         assert!(b.window() > MIN_CWND_SEGMENTS * MSS);
     }
 }

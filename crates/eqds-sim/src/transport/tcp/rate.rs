@@ -33,6 +33,11 @@ struct Snapshot {
     delivered_time: Time,
     first_sent: Time,
     app_limited: bool,
+    /// The segment was sent (a default slot of the ring was not).
+    recorded: bool,
+    /// This was a resend: its delivery may be the original's, so its RTT says
+    /// nothing (Karn).
+    resent: bool,
     /// Delivered already (a duplicate ACK or SACK must not count it twice).
     done: bool,
 }
@@ -68,14 +73,6 @@ impl DeliveryRate {
             self.first_sent = now;
             self.delivered_time = now;
         }
-        let snap = Snapshot {
-            sent: now,
-            delivered: self.delivered,
-            delivered_time: self.delivered_time,
-            first_sent: self.first_sent,
-            app_limited: self.app_limited_until != 0,
-            done: false,
-        };
         if index < self.base {
             return;
         }
@@ -83,7 +80,17 @@ impl DeliveryRate {
         if at >= self.snapshots.len() {
             self.snapshots.resize(at + 1, Snapshot::default());
         }
-        self.snapshots[at] = snap;
+        let resent = self.snapshots[at].recorded;
+        self.snapshots[at] = Snapshot {
+            sent: now,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent: self.first_sent,
+            app_limited: self.app_limited_until != 0,
+            recorded: true,
+            resent,
+            done: false,
+        };
     }
 
     /// The sender has nothing more to send with `in_flight` bytes out: samples stay
@@ -99,7 +106,7 @@ impl DeliveryRate {
         let snap = self
             .snapshots
             .get_mut(at)
-            .filter(|s| !s.done && s.sent > 0)?;
+            .filter(|s| s.recorded && !s.done)?;
         snap.done = true;
         let snap = *snap;
         self.delivered += bytes;
@@ -114,7 +121,7 @@ impl DeliveryRate {
         let interval = send_elapsed.max(ack_elapsed);
         let delivered = self.delivered - snap.delivered;
         let rtt = now.saturating_sub(snap.sent);
-        if self.min_rtt == 0 || rtt < self.min_rtt {
+        if !snap.resent && (self.min_rtt == 0 || rtt < self.min_rtt) {
             self.min_rtt = rtt;
         }
         if interval == 0 || interval < self.min_rtt {
@@ -165,6 +172,32 @@ mod tests {
         );
         assert_eq!(last.rtt, 10 * US);
         assert!(!last.app_limited);
+    }
+
+    #[test]
+    fn segments_sent_at_time_zero_count() {
+        let mut r = DeliveryRate::default();
+        for i in 0..10 {
+            r.on_send(i, 0, i == 0);
+        }
+        let samples: Vec<_> = (0..10)
+            .filter_map(|i| r.on_delivered(i, 1000, 10 * US))
+            .collect();
+        assert_eq!(r.delivered(), 10_000);
+        assert!(!samples.is_empty());
+    }
+
+    #[test]
+    fn a_resend_delivered_early_does_not_shrink_the_round_trip_floor() {
+        let mut r = DeliveryRate::default();
+        r.on_send(0, US, true);
+        r.on_send(1, 2 * US, false);
+        r.on_delivered(0, 1000, 20 * US);
+        assert_eq!(r.min_rtt, 19 * US);
+        // Segment 1's original was only late; its resend at 50 us "arrives" at 51.
+        r.on_send(1, 50 * US, false);
+        r.on_delivered(1, 1000, 51 * US);
+        assert_eq!(r.min_rtt, 19 * US);
     }
 
     #[test]

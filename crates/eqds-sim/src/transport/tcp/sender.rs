@@ -601,6 +601,11 @@ impl TcpSender {
     /// so that the ACK it draws reveals a lost tail to RACK.
     fn send_tail_loss_probe(&mut self, ctx: &mut Ctx) {
         if self.held_back(ctx) {
+            if self.pace_wake.is_some() {
+                // Held by pacing: the probe goes when the pacer allows, not never.
+                self.tlp_deadline = self.pace_wake;
+                self.sync_timer(ctx);
+            }
             return;
         }
         if self.snd_nxt < self.size {
