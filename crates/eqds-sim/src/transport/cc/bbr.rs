@@ -24,15 +24,17 @@
 //! segments (at 10 Gb/s and more, 135 segments of 1,448 bytes, which in a
 //! datacenter is far more than the BDP: there BBR is limited by its pacing, not its
 //! window), and 2 segments more in the 1.25 phase. It grows towards that by what
-//! each ACK delivers, never below 4 segments. A loss keeps what is in flight (packet conservation) for a round trip,
-//! after which the window before the loss comes back; Linux restores it when
-//! recovery ends, which the sender does not report. A timeout collapses the window to
-//! one segment, restored the same way. ECN is ignored, as BBRv1 does.
+//! each ACK delivers, never below 4 segments. Loss recovery starts a round: for that
+//! round the window only keeps what is in the network plus what each ACK delivers
+//! (packet conservation), then grows as usual; when recovery ends the window before
+//! the loss comes back. A timeout collapses the window to one segment, restored the
+//! same way when its recovery ends. Not modelled: Linux also takes the packets each
+//! ACK newly marks lost off the window during recovery. ECN is ignored, as BBRv1 does.
 //!
 //! Until the first RTT sample the sender does not pace: Linux paces from the SYN's
 //! RTT, which over a datacenter path is a rate above the link's.
 
-use super::{AckEvent, CongestionControl};
+use super::{AckEvent, CongestionControl, LossEvent};
 use crate::units::{Time, MS, SEC};
 use std::collections::VecDeque;
 
@@ -100,11 +102,11 @@ pub struct Bbr {
     pacing_gain: f64,
     cwnd_gain: f64,
     cwnd: u64,
-    /// Window before a loss or timeout (0: none pending), restored after
-    /// `restore_round`.
+    /// Window before loss recovery (0: not in recovery), restored when it ends.
     prior_cwnd: u64,
-    restore_round: u64,
-    /// Packet conservation (the first round after a loss).
+    /// The sender's delivered count at the latest rate sample.
+    delivered: u64,
+    /// Packet conservation (the first round of loss recovery).
     conserving: bool,
     /// ProbeRTT ends at this time (once in flight is down to the minimum).
     probe_rtt_done: Option<Time>,
@@ -138,7 +140,7 @@ impl Bbr {
             cwnd_gain: HIGH_GAIN,
             cwnd: initial_window,
             prior_cwnd: 0,
-            restore_round: 0,
+            delivered: 0,
             conserving: false,
             probe_rtt_done: None,
             probe_rtt_prior: 0,
@@ -171,10 +173,12 @@ impl Bbr {
     fn update_bandwidth(&mut self, ack: &AckEvent) {
         self.round_start = false;
         let Some(rs) = ack.rate else { return };
+        self.delivered = self.delivered.max(rs.delivered);
         if rs.prior_delivered >= self.next_round_delivered {
             self.next_round_delivered = rs.delivered;
             self.round_count += 1;
             self.round_start = true;
+            self.conserving = false;
         }
         let bw = rs.delivery_rate_bps;
         // Samples of a sender with too little to send, or held to four segments in
@@ -325,12 +329,6 @@ impl Bbr {
 
     fn set_cwnd(&mut self, ack: &AckEvent) {
         let floor = MIN_CWND_SEGMENTS * self.mss;
-        if self.prior_cwnd > 0 && self.round_start && self.round_count >= self.restore_round {
-            // A round trip after the loss: what it cut comes back.
-            self.conserving = false;
-            self.cwnd = self.cwnd.max(self.prior_cwnd);
-            self.prior_cwnd = 0;
-        }
         if self.conserving {
             self.cwnd = self.cwnd.max(ack.in_flight + ack.acked);
         } else {
@@ -374,22 +372,29 @@ impl CongestionControl for Bbr {
         self.set_cwnd(ack);
     }
 
-    fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
+    fn on_loss(&mut self, loss: &LossEvent) {
         self.lost_in_phase = true;
         self.save_cwnd();
-        self.restore_round = self.round_count + 1;
+        // Recovery starts a round (Linux: `next_rtt_delivered = delivered`), and
+        // conservation lasts until it ends.
+        self.next_round_delivered = self.delivered;
         self.conserving = true;
-        self.cwnd = flight.max(MIN_CWND_SEGMENTS * mss);
+        self.cwnd = (loss.pipe + loss.delivered).max(MIN_CWND_SEGMENTS * loss.mss);
     }
 
-    fn on_timeout(&mut self, _now: Time, _flight: u64, mss: u64) {
+    fn on_timeout(&mut self, loss: &LossEvent) {
         self.save_cwnd();
-        self.restore_round = self.round_count + 1;
         self.conserving = false;
-        self.cwnd = mss;
+        self.cwnd = loss.mss;
         // The plateau test starts over: rounds of a timeout are not the path's.
         self.full_bw = 0;
         self.full_bw_rounds = 0;
+    }
+
+    fn on_recovery_end(&mut self, _now: Time) {
+        self.conserving = false;
+        self.cwnd = self.cwnd.max(self.prior_cwnd);
+        self.prior_cwnd = 0;
     }
 
     fn sees_every_ack(&self) -> bool {
@@ -419,33 +424,45 @@ mod tests {
                 // The round's first ACK delivers a segment sent after it began (its
                 // prior delivered count reaches the round's mark); the rest were
                 // sent before.
+                let mark = b.next_round_delivered;
                 let (prior, delivered) = if i == 0 {
-                    let mark = b.next_round_delivered;
                     (mark, mark + 10 * MSS)
                 } else {
-                    let mark = b.next_round_delivered;
                     (mark - 1, mark + i * MSS)
                 };
-                b.on_ack(&AckEvent {
-                    now,
-                    acked: MSS,
-                    ce: 0,
-                    rtt: Some(rtt),
-                    snd_una: delivered,
-                    snd_nxt: delivered + in_flight,
-                    mss: MSS,
-                    rate: Some(RateSample {
-                        delivery_rate_bps: bw,
-                        prior_delivered: prior,
-                        delivered,
-                        rtt,
-                        app_limited: false,
-                    }),
-                    in_flight,
-                });
+                ack(b, now, (prior, delivered), bw, rtt, in_flight);
             }
         }
         now
+    }
+
+    /// One ACK of one segment that was sent when `prior` bytes had been delivered and
+    /// brings the count to `delivered`.
+    fn ack(
+        b: &mut Bbr,
+        now: Time,
+        (prior, delivered): (u64, u64),
+        bw: u64,
+        rtt: Time,
+        in_flight: u64,
+    ) {
+        b.on_ack(&AckEvent {
+            now,
+            acked: MSS,
+            ce: 0,
+            rtt: Some(rtt),
+            snd_una: delivered,
+            snd_nxt: delivered + in_flight,
+            mss: MSS,
+            rate: Some(RateSample {
+                delivery_rate_bps: bw,
+                prior_delivered: prior,
+                delivered,
+                rtt,
+                app_limited: false,
+            }),
+            in_flight,
+        });
     }
 
     #[test]
@@ -519,14 +536,73 @@ mod tests {
     }
 
     #[test]
-    fn a_loss_conserves_for_a_round_then_restores_the_window() {
+    fn recovery_conserves_for_its_first_round_and_restores_the_window_when_it_ends() {
+        let (bw, rtt) = (8e9 as u64, 10 * US);
+        let mut b = Bbr::new(10 * MSS, MSS);
+        let now = feed(&mut b, 0, 8, bw, rtt, 10 * MSS);
+        let before = b.window();
+        // 12 segments out, 4 SACKed or lost, and the ACK that found the loss
+        // delivered one: the window keeps what is in the network and that one.
+        let (flight, pipe) = (12 * MSS, 8 * MSS);
+        let loss = LossEvent {
+            now,
+            flight,
+            pipe,
+            delivered: MSS,
+            mss: MSS,
+        };
+        b.on_loss(&loss);
+        assert_eq!(b.window(), 9 * MSS);
+        // The round started with the recovery: ACKs of segments sent before it keep
+        // the window at what is in flight plus what they deliver, however many come.
+        let mark = b.next_round_delivered;
+        for i in 1..=5 {
+            ack(
+                &mut b,
+                now + i * US,
+                (mark - 1, mark + i * MSS),
+                bw,
+                rtt,
+                (8 - i) * MSS,
+            );
+            assert_eq!(b.window(), 9 * MSS, "ACK {i} of the conserving round");
+        }
+        // A segment sent after it began ends the round and conservation: the window
+        // grows by what ACKs deliver again, but the one before the loss is not back
+        // while recovery lasts.
+        ack(
+            &mut b,
+            now + 6 * US,
+            (mark, mark + 6 * MSS),
+            bw,
+            rtt,
+            3 * MSS,
+        );
+        assert_eq!(b.window(), 10 * MSS);
+        assert!(before > 10 * MSS, "{before}");
+        b.on_recovery_end(now + 7 * US);
+        assert_eq!(b.window(), before);
+    }
+
+    #[test]
+    fn a_timeout_collapses_the_window_until_its_recovery_ends() {
         let mut b = Bbr::new(10 * MSS, MSS);
         let now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
         let before = b.window();
-        b.on_loss(now, 5 * MSS, MSS);
-        assert_eq!(b.window(), 5 * MSS);
-        feed(&mut b, now, 2, 8e9 as u64, 10 * US, 5 * MSS);
-        assert!(b.window() >= before, "{} < {before}", b.window());
+        let flight = 10 * MSS;
+        b.on_timeout(&LossEvent {
+            now,
+            flight,
+            pipe: 0,
+            delivered: 0,
+            mss: MSS,
+        });
+        assert_eq!(b.window(), MSS);
+        b.on_recovery_end(now + 50 * US);
+        assert_eq!(b.window(), before);
+        // Nothing to restore twice: a later recovery end changes nothing.
+        b.on_recovery_end(now + 60 * US);
+        assert_eq!(b.window(), before);
     }
 
     #[test]

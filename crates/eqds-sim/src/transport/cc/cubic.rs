@@ -6,7 +6,7 @@
 //! units inside the cubic formula. Floating point is used for the window only; the
 //! clock stays integer.
 
-use super::{AckEvent, CongestionControl, HyStart};
+use super::{AckEvent, CongestionControl, HyStart, LossEvent};
 use crate::units::{Time, SEC};
 
 const C: f64 = 0.4;
@@ -130,14 +130,14 @@ impl CongestionControl for Cubic {
         self.cwr_until = ack.snd_nxt;
     }
 
-    fn on_loss(&mut self, now: Time, _flight: u64, _mss: u64) {
-        self.reduce(now);
+    fn on_loss(&mut self, loss: &LossEvent) {
+        self.reduce(loss.now);
         self.cwnd = self.ssthresh;
     }
 
-    fn on_timeout(&mut self, now: Time, _flight: u64, mss: u64) {
-        self.reduce(now);
-        self.cwnd = mss;
+    fn on_timeout(&mut self, loss: &LossEvent) {
+        self.reduce(loss.now);
+        self.cwnd = loss.mss;
         if let Some(h) = &mut self.hystart {
             h.reset();
         }
@@ -154,7 +154,7 @@ mod tests {
         let mss = 1000;
         let mut cc = Cubic::new(100 * mss, mss, false);
         cc.ssthresh = 0; // force congestion avoidance
-        cc.on_loss(0, 100 * mss, mss);
+        cc.on_loss(&LossEvent::plain(0, 100 * mss));
         assert_eq!(cc.window(), 70 * mss);
         // K = cbrt(100 * 0.3 / 0.4) ~ 4.2 s. Feed a window of ACKs every 100 ms RTT:
         // with so few RTTs the cubic curve, not the Reno-friendly estimate, governs.

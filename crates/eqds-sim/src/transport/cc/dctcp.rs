@@ -4,8 +4,7 @@
 //! once per window of data, and in a window that saw marks cuts the window once by
 //! `alpha/2`. Growth and loss response are NewReno's. The paper's g = 1/16.
 
-use super::{AckEvent, CongestionControl, NewReno};
-use crate::units::Time;
+use super::{AckEvent, CongestionControl, LossEvent, NewReno};
 
 #[derive(Clone)]
 pub struct Dctcp {
@@ -79,12 +78,12 @@ impl CongestionControl for Dctcp {
         }
     }
 
-    fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
-        self.reno.on_loss(now, flight, mss);
+    fn on_loss(&mut self, loss: &LossEvent) {
+        self.reno.on_loss(loss);
     }
 
-    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
-        self.reno.on_timeout(now, flight, mss);
+    fn on_timeout(&mut self, loss: &LossEvent) {
+        self.reno.on_timeout(loss);
     }
 }
 

@@ -7,7 +7,7 @@
 //! path. The connection computes `alpha` and `total` over its subflows and hands them
 //! over through [`CongestionControl::couple`] before each ACK.
 
-use super::{AckEvent, CongestionControl, NewReno};
+use super::{AckEvent, CongestionControl, LossEvent, NewReno};
 use crate::units::Time;
 
 #[derive(Clone)]
@@ -69,13 +69,13 @@ impl CongestionControl for Lia {
         self.carry -= whole;
     }
 
-    fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
-        self.reno.on_loss(now, flight, mss);
+    fn on_loss(&mut self, loss: &LossEvent) {
+        self.reno.on_loss(loss);
         self.carry = 0.0;
     }
 
-    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
-        self.reno.on_timeout(now, flight, mss);
+    fn on_timeout(&mut self, loss: &LossEvent) {
+        self.reno.on_timeout(loss);
         self.carry = 0.0;
     }
 
@@ -103,7 +103,7 @@ mod tests {
         // total settle where one TCP on one of the paths would: sqrt(2/p).
         let mut subflows = [Lia::new(20_000), Lia::new(20_000)];
         for s in &mut subflows {
-            s.on_loss(0, 40_000, 1000); // cwnd = ssthresh = 20 kB: congestion avoidance
+            s.on_loss(&LossEvent::plain(0, 40_000)); // cwnd = ssthresh = 20 kB: congestion avoidance
         }
         let before: u64 = subflows.iter().map(|s| s.window()).sum();
         for _ in 0..20 {

@@ -45,6 +45,21 @@ pub struct AckEvent {
     pub in_flight: u64,
 }
 
+/// What the sender knows when it finds a loss or its retransmission timer fires.
+#[derive(Clone, Copy, Debug)]
+pub struct LossEvent {
+    pub now: Time,
+    /// Bytes sent and not cumulatively acknowledged (RFC 5681's FlightSize).
+    pub flight: u64,
+    /// Of those, the bytes the sender believes are still in the network (RFC 6675's
+    /// pipe: neither SACKed nor marked lost); `flight` without SACK, 0 after a
+    /// timeout.
+    pub pipe: u64,
+    /// Bytes the ACK that revealed the loss newly delivered (0 for a timeout).
+    pub delivered: u64,
+    pub mss: u64,
+}
+
 pub trait CongestionControl: SaveState {
     /// Congestion window in bytes.
     fn window(&self) -> u64;
@@ -62,10 +77,16 @@ pub trait CongestionControl: SaveState {
     fn ecn_in_recovery(&self) -> bool {
         false
     }
-    /// Loss detected by duplicate ACKs: shrink the window (`flight` bytes outstanding).
-    fn on_loss(&mut self, now: Time, flight: u64, mss: u64);
+    /// Loss detected (duplicate ACKs, SACK or RACK): the sender enters loss recovery;
+    /// shrink the window.
+    fn on_loss(&mut self, loss: &LossEvent);
     /// Retransmission timeout: collapse to the loss window.
-    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64);
+    fn on_timeout(&mut self, loss: &LossEvent);
+    /// Loss recovery, entered by [`CongestionControl::on_loss`] or
+    /// [`CongestionControl::on_timeout`], is over: everything outstanding when it
+    /// began is acknowledged (Linux's return to the Open state). The default does
+    /// nothing.
+    fn on_recovery_end(&mut self, _now: Time) {}
     /// The sender is about to transmit with nothing in flight (Linux's
     /// `CA_EVENT_TX_START`): after an idle period, or after a timeout marked all it
     /// had sent lost. The default does nothing.
@@ -136,6 +157,22 @@ impl CcKind {
 /// Halving after loss (RFC 5681, eq. 4): max(flight / 2, 2 MSS).
 pub(crate) fn half_flight(flight: u64, mss: u64) -> u64 {
     (flight / 2).max(2 * mss)
+}
+
+impl LossEvent {
+    /// A loss with `flight` bytes outstanding, all of them still in the network, a
+    /// 1000-byte MSS and nothing newly delivered: what the controllers' unit tests
+    /// feed them.
+    #[cfg(test)]
+    pub(crate) fn plain(now: Time, flight: u64) -> Self {
+        LossEvent {
+            now,
+            flight,
+            pipe: flight,
+            delivered: 0,
+            mss: 1000,
+        }
+    }
 }
 
 impl AckEvent {

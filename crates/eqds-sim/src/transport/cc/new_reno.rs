@@ -3,8 +3,7 @@
 //! (RFC 3168 §6.1.2) a congestion mark halves the window as a loss would, at most once
 //! per window of data.
 
-use super::{half_flight, AckEvent, CongestionControl};
-use crate::units::Time;
+use super::{half_flight, AckEvent, CongestionControl, LossEvent};
 
 #[derive(Clone)]
 pub struct NewReno {
@@ -83,15 +82,15 @@ impl CongestionControl for NewReno {
         self.cwr_until = ack.snd_nxt;
     }
 
-    fn on_loss(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
+    fn on_loss(&mut self, loss: &LossEvent) {
+        self.ssthresh = half_flight(loss.flight, loss.mss);
         self.cwnd = self.ssthresh;
         self.acked_in_ca = 0;
     }
 
-    fn on_timeout(&mut self, _now: Time, flight: u64, mss: u64) {
-        self.ssthresh = half_flight(flight, mss);
-        self.cwnd = mss;
+    fn on_timeout(&mut self, loss: &LossEvent) {
+        self.ssthresh = half_flight(loss.flight, loss.mss);
+        self.cwnd = loss.mss;
         self.acked_in_ca = 0;
     }
 }
@@ -131,14 +130,14 @@ mod tests {
             cc.on_ack(&AckEvent::plain(1000));
         }
         assert_eq!(cc.window(), 20_000);
-        cc.on_loss(0, 20_000, 1000);
+        cc.on_loss(&LossEvent::plain(0, 20_000));
         assert_eq!(cc.window(), 10_000);
         // One window of ACKs grows the window by one MSS.
         for _ in 0..10 {
             cc.on_ack(&AckEvent::plain(1000));
         }
         assert_eq!(cc.window(), 11_000);
-        cc.on_timeout(0, 11_000, 1000);
+        cc.on_timeout(&LossEvent::plain(0, 11_000));
         assert_eq!(cc.window(), 1000);
         assert_eq!(cc.ssthresh(), 5500);
     }

@@ -19,7 +19,7 @@
 //! packets wait in the sending EQIF counts as queueing to Vegas, so it stops growing
 //! where a loss-based controller would not.
 
-use super::{AckEvent, CongestionControl, NewReno};
+use super::{AckEvent, CongestionControl, LossEvent, NewReno};
 use crate::units::Time;
 
 /// Fewer packets than this queued: grow by one per round (Linux's `alpha`).
@@ -134,8 +134,8 @@ impl CongestionControl for Vegas {
         self.reno.on_ecn(ack);
     }
 
-    fn on_loss(&mut self, now: Time, flight: u64, mss: u64) {
-        self.reno.on_loss(now, flight, mss);
+    fn on_loss(&mut self, loss: &LossEvent) {
+        self.reno.on_loss(loss);
         self.reset_round();
     }
 
@@ -144,8 +144,8 @@ impl CongestionControl for Vegas {
         self.reset_round();
     }
 
-    fn on_timeout(&mut self, now: Time, flight: u64, mss: u64) {
-        self.reno.on_timeout(now, flight, mss);
+    fn on_timeout(&mut self, loss: &LossEvent) {
+        self.reno.on_timeout(loss);
         self.reset_round();
     }
 }
@@ -267,7 +267,7 @@ mod tests {
                 in_flight: 0,
             });
         }
-        v.on_loss(0, 20 * MSS, MSS);
+        v.on_loss(&LossEvent::plain(0, 20 * MSS));
         assert_eq!(v.window(), 10 * MSS);
         // The first ACK after recovery opens a round; its samples alone decide it.
         let at = 30 * MSS;

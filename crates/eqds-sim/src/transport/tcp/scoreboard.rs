@@ -107,14 +107,15 @@ impl Scoreboard {
         }
     }
 
-    /// A SACK block reports segment `index` received.
-    pub fn sacked(&mut self, index: u64) {
+    /// A SACK block reports segment `index` received; whether that is news (the
+    /// segment is outstanding and was not SACKed before).
+    pub fn sacked(&mut self, index: u64) -> bool {
         let Some(seg) = self.segment_mut(index) else {
-            return;
+            return false;
         };
         let old = seg.state;
         if old == State::Sacked {
-            return;
+            return false;
         }
         seg.state = State::Sacked;
         self.count(old, -1);
@@ -123,6 +124,7 @@ impl Scoreboard {
             self.top_sacks[DUP_THRESH - 1] = index;
             self.top_sacks.sort_unstable_by(|a, b| b.cmp(a));
         }
+        true
     }
 
     /// An ACK echoed the send time `sent_at` of the segment that triggered it, at
@@ -281,7 +283,9 @@ mod tests {
                 now += 10;
                 match op {
                     Op::Send => b.sent_new(b.base + b.segments.len() as u64, now),
-                    Op::Sack(i) => b.sacked(b.base + i),
+                    Op::Sack(i) => {
+                        b.sacked(b.base + i);
+                    }
                     Op::AckTo(i) => {
                         let top = b.base + b.segments.len() as u64;
                         b.acked_to((b.base + i).min(top));
@@ -328,7 +332,9 @@ mod tests {
     #[test]
     fn three_sacks_above_a_hole_declare_it_lost() {
         let mut b = board(6);
-        b.sacked(2);
+        assert!(b.sacked(2), "news");
+        assert!(!b.sacked(2), "a repeated SACK is not news");
+        assert!(!b.sacked(9), "nor one of a segment never sent");
         b.sacked(3);
         assert_eq!(b.mark_losses(1_000, 0), 0, "two SACKs are not enough");
         b.sacked(4);

@@ -27,7 +27,7 @@ use super::scoreboard::Scoreboard;
 use super::{RttEstimator, TcpConfig};
 use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::transport::cc::{AckEvent, CongestionControl};
+use crate::transport::cc::{AckEvent, CongestionControl, LossEvent};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::{Time, SEC};
 
@@ -389,8 +389,16 @@ impl TcpSender {
         if every && self.recovery.is_some() {
             self.cc.on_ack(&event);
         }
+        if self.timeout_recover.is_some_and(|r| ack >= r) {
+            // Everything sent before the timeout is acknowledged.
+            self.timeout_recover = None;
+            self.cc.on_recovery_end(ctx.now);
+        }
         match self.recovery {
-            Some(r) if ack >= r.recover => self.recovery = None,
+            Some(r) if ack >= r.recover => {
+                self.recovery = None;
+                self.cc.on_recovery_end(ctx.now);
+            }
             Some(mut r) => {
                 // Partial ACK: the next hole is lost too. Resend it, deflate the window
                 // by what was acknowledged and add back one segment.
@@ -421,7 +429,15 @@ impl TcpSender {
         let after_timeout_echo = self.timeout_recover.is_some_and(|r| self.snd_una < r);
         if self.dupacks == self.cfg.dupack_threshold && !after_timeout_echo {
             let flight = self.snd_nxt - self.snd_una;
-            self.cc.on_loss(ctx.now, flight, self.mss());
+            // Without SACK all that is outstanding counts as in the network, and a
+            // duplicate ACK reports one segment arrived.
+            self.cc.on_loss(&LossEvent {
+                now: ctx.now,
+                flight,
+                pipe: flight,
+                delivered: self.mss(),
+                mss: self.mss(),
+            });
             self.recovery = Some(Recovery {
                 recover: self.snd_nxt,
                 inflation: self.cfg.dupack_threshold as i64 * self.mss() as i64,
@@ -440,8 +456,12 @@ impl TcpSender {
         // The receiver names the segment that triggered the ACK; above the
         // cumulative point that is a SACK block.
         let mut sample = None;
+        // Bytes this ACK newly delivered, cumulatively or by SACK.
+        let mut delivered = 0;
         if sacked >= ack && sacked < self.high_tx {
-            self.board.sacked(sacked / mss);
+            if self.board.sacked(sacked / mss) {
+                delivered += mss;
+            }
             sample = self.deliver(now, (sacked, sacked + 1), false, None);
         }
         self.board.delivered(echo, now);
@@ -454,6 +474,7 @@ impl TcpSender {
             }
             let cwnd_limited = (self.board.pipe() as u64 + 1) * mss >= self.cc.window();
             let acked = ack - self.snd_una;
+            delivered += acked;
             let sample = self.deliver(now, (self.snd_una, ack), true, sample);
             self.snd_una = ack;
             self.board.acked_to(ack.div_ceil(mss));
@@ -486,6 +507,7 @@ impl TcpSender {
                     if r.after_timeout || every {
                         self.cc.on_ack(&event);
                     }
+                    self.cc.on_recovery_end(now);
                 }
                 // After a timeout the window slow-starts again while the resends go.
                 Some(r) if r.after_timeout || every => self.cc.on_ack(&event),
@@ -535,8 +557,13 @@ impl TcpSender {
             self.board.mark_lost(self.snd_una / mss);
         }
         if self.recovery.is_none() && self.board.lost() > 0 {
-            let flight = self.snd_nxt - self.snd_una;
-            self.cc.on_loss(now, flight, mss);
+            self.cc.on_loss(&LossEvent {
+                now,
+                flight: self.snd_nxt - self.snd_una,
+                pipe: self.board.pipe() as u64 * mss,
+                delivered,
+                mss,
+            });
             self.recovery = Some(Recovery {
                 recover: self.high_tx,
                 inflation: 0,
@@ -641,8 +668,14 @@ impl TcpSender {
                 snd_nxt: self.snd_nxt,
             });
         }
-        let flight = self.snd_nxt - self.snd_una;
-        self.cc.on_timeout(ctx.now, flight, self.mss());
+        // A timeout takes everything outstanding for lost: nothing is in the network.
+        self.cc.on_timeout(&LossEvent {
+            now: ctx.now,
+            flight: self.snd_nxt - self.snd_una,
+            pipe: 0,
+            delivered: 0,
+            mss: self.mss(),
+        });
         if self.cfg.sack {
             // Resend only what was not SACKed, slow-starting from one segment.
             self.board.mark_all_lost();
