@@ -330,14 +330,14 @@ impl Bbr {
     fn set_cwnd(&mut self, ack: &AckEvent) {
         let floor = MIN_CWND_SEGMENTS * self.mss;
         if self.conserving {
-            self.cwnd = self.cwnd.max(ack.in_flight + ack.acked);
+            self.cwnd = self.cwnd.max(ack.in_flight + ack.delivered);
         } else {
             let target = self.bdp(self.cwnd_gain) + self.quantization_budget();
             let delivered = ack.rate.map_or(u64::MAX, |r| r.delivered);
             if self.full_bw_reached {
-                self.cwnd = (self.cwnd + ack.acked).min(target);
+                self.cwnd = (self.cwnd + ack.delivered).min(target);
             } else if self.cwnd < target || delivered < self.initial_window {
-                self.cwnd += ack.acked;
+                self.cwnd += ack.delivered;
             }
         }
         self.cwnd = self.cwnd.max(floor);
@@ -449,6 +449,7 @@ mod tests {
         b.on_ack(&AckEvent {
             now,
             acked: MSS,
+            delivered: MSS,
             ce: 0,
             rtt: Some(rtt),
             snd_una: delivered,

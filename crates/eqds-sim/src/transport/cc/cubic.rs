@@ -167,6 +167,7 @@ mod tests {
             cc.on_ack(&AckEvent {
                 now,
                 acked: w,
+                delivered: w,
                 ce: 0,
                 rtt,
                 snd_una: 0,
@@ -195,6 +196,7 @@ mod tests {
         let echo = |snd_una, snd_nxt| AckEvent {
             now: MS,
             acked: mss,
+            delivered: mss,
             ce: mss,
             rtt: None,
             snd_una,

@@ -103,6 +103,7 @@ mod tests {
             let ack = AckEvent {
                 now: 0,
                 acked: 10_000,
+                delivered: 10_000,
                 ce: if marked { 10_000 } else { 0 },
                 rtt: None,
                 snd_una: una,

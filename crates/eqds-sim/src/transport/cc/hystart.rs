@@ -109,6 +109,7 @@ mod tests {
         AckEvent {
             now,
             acked: 1000,
+            delivered: 1000,
             ce: 0,
             rtt: Some(rtt),
             snd_una,

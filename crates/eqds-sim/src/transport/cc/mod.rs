@@ -27,8 +27,11 @@ use crate::units::Time;
 #[derive(Clone, Copy, Debug)]
 pub struct AckEvent {
     pub now: Time,
-    /// Bytes newly acknowledged.
+    /// Bytes newly acknowledged (cumulatively).
     pub acked: u64,
+    /// Bytes newly delivered: `acked` and what SACK newly reports (Linux's
+    /// `acked_sacked`, which BBR's window grows by).
+    pub delivered: u64,
     /// Of those, bytes that arrived CE-marked.
     pub ce: u64,
     /// RTT sample carried by this ACK, if any.
@@ -183,6 +186,7 @@ impl AckEvent {
         AckEvent {
             now: 0,
             acked,
+            delivered: acked,
             ce: 0,
             rtt: None,
             snd_una: 0,

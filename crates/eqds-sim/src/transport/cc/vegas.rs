@@ -166,6 +166,7 @@ mod tests {
             v.on_ack(&AckEvent {
                 now: 0,
                 acked: MSS,
+                delivered: MSS,
                 ce: 0,
                 rtt: Some(rtt),
                 snd_una: start + i * MSS,
@@ -258,6 +259,7 @@ mod tests {
             v.on_ack(&AckEvent {
                 now: 0,
                 acked: MSS,
+                delivered: MSS,
                 ce: 0,
                 rtt: Some(20 * US),
                 snd_una: i * MSS,
@@ -274,6 +276,7 @@ mod tests {
         v.on_ack(&AckEvent {
             now: 0,
             acked: MSS,
+            delivered: MSS,
             ce: 0,
             rtt: Some(10 * US),
             snd_una: at,

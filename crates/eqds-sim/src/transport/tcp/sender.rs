@@ -374,6 +374,7 @@ impl TcpSender {
         let event = AckEvent {
             now: ctx.now,
             acked,
+            delivered: acked,
             ce: ce + std::mem::take(&mut self.pending_ce),
             rtt,
             snd_una: self.snd_una,
@@ -489,6 +490,7 @@ impl TcpSender {
             let event = AckEvent {
                 now,
                 acked,
+                delivered,
                 ce: ce + std::mem::take(&mut self.pending_ce),
                 rtt,
                 snd_una: self.snd_una,
@@ -530,17 +532,18 @@ impl TcpSender {
         } else if ack == self.snd_una && self.snd_nxt > self.snd_una {
             self.dupacks += 1;
             self.pending_ce += ce;
-            if let Some(rate) = sample.filter(|_| self.cc.sees_every_ack()) {
+            if self.cc.sees_every_ack() && (sample.is_some() || delivered > 0) {
                 // A SACK alone delivers data too: the model hears of it.
                 let event = AckEvent {
                     now,
                     acked: 0,
+                    delivered,
                     ce: 0,
                     rtt: None,
                     snd_una: self.snd_una,
                     snd_nxt: self.snd_nxt,
                     mss,
-                    rate: Some(rate),
+                    rate: sample,
                     in_flight: self.board.pipe() as u64 * mss,
                 };
                 self.cc.on_ack(&event);
