@@ -14,7 +14,7 @@
 //!   six rounds of 1, each phase one propagation time long (the 1.25 phase until a
 //!   BDP and a quarter is in flight or a loss, the 0.75 phase ending early once one
 //!   BDP is; Linux adds its burst allowance to both thresholds, see `update_cycle`),
-//!   from a phase other than 0.75 chosen at entry; window gain 2;
+//!   from a phase other than 0.75 drawn at entry from the flow's seed; window gain 2;
 //! - **ProbeRTT**: when no smaller propagation time has been seen for ten seconds,
 //!   at most 4 segments in flight for 200 ms and one round trip; its samples may
 //!   only raise the bandwidth estimate, and the window comes back when it ends.
@@ -35,6 +35,7 @@
 //! RTT, which over a datacenter path is a rate above the link's.
 
 use super::{AckEvent, CongestionControl, LossEvent};
+use crate::net::switch::mix32;
 use crate::units::{Time, MS, SEC};
 use std::collections::VecDeque;
 
@@ -117,10 +118,15 @@ pub struct Bbr {
     lost_in_phase: bool,
     probe_rtt_round: u64,
     pacing_bps: Option<u64>,
+    /// The latest draw of the flow's random sequence for ProbeBW's first phase.
+    phase_draw: u32,
 }
 
 impl Bbr {
-    pub fn new(initial_window: u64, mss: u64) -> Self {
+    /// `seed` starts the flow's random sequence (ProbeBW's first phase): give each
+    /// flow its own, from the run's generator, for runs that are both reproducible
+    /// and not in lockstep.
+    pub fn new(initial_window: u64, mss: u64, seed: u32) -> Self {
         Bbr {
             mss,
             initial_window,
@@ -147,6 +153,7 @@ impl Bbr {
             lost_in_phase: false,
             probe_rtt_round: 0,
             pacing_bps: None,
+            phase_draw: seed,
         }
     }
 
@@ -220,8 +227,10 @@ impl Bbr {
 
     fn enter_probe_bw(&mut self, now: Time) {
         self.mode = BbrMode::ProbeBw;
-        // Any phase but the 0.75 one, picked from the clock (Linux: at random).
-        let offset = (now / 1_000) % 7;
+        // Any phase but the 0.75 one, at random as Linux picks it, from the flow's own
+        // sequence: flows that enter together do not probe in step.
+        self.phase_draw = mix32(self.phase_draw.wrapping_add(0x9e37_79b9));
+        let offset = self.phase_draw % 7;
         self.cycle_index = (2 + offset as usize) % CYCLE.len();
         self.cycle_stamp = now;
     }
@@ -468,7 +477,7 @@ mod tests {
 
     #[test]
     fn startup_ends_when_the_bandwidth_stops_growing_and_drain_gives_way_to_probe_bw() {
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let mut now = 0;
         for bw in [1e9, 2e9, 4e9, 8e9] {
             now = feed(&mut b, now, 1, bw as u64, 10 * US, 20 * MSS);
@@ -498,8 +507,26 @@ mod tests {
     }
 
     #[test]
+    fn flows_entering_probe_bw_together_start_in_their_own_phases() {
+        let entry_phase = |seed| {
+            let mut b = Bbr::new(10 * MSS, MSS, seed);
+            b.enter_probe_bw(5 * US);
+            b.cycle_index
+        };
+        let phases: Vec<usize> = (0..32).map(entry_phase).collect();
+        // Never the 0.75 phase, which would drain a queue that is not there yet.
+        assert!(phases.iter().all(|&p| p != 1), "{phases:?}");
+        let mut seen = phases.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 7, "every other phase in 32 flows: {phases:?}");
+        // The same flow (seed) enters the same way: runs are reproducible.
+        assert_eq!(phases, (0..32).map(entry_phase).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn the_bandwidth_estimate_forgets_a_peak_after_ten_rounds() {
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let mut now = feed(&mut b, 0, 1, 9e9 as u64, 10 * US, 20 * MSS);
         now = feed(&mut b, now, 9, 5e9 as u64, 10 * US, 20 * MSS);
         assert_eq!(b.bandwidth(), 9e9 as u64, "within ten rounds");
@@ -509,7 +536,7 @@ mod tests {
 
     #[test]
     fn probe_bw_cycles_its_pacing_gain_once_per_propagation_time() {
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let mut now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
         assert_eq!(b.mode(), BbrMode::ProbeBw);
         let mut gains = Vec::new();
@@ -526,7 +553,7 @@ mod tests {
     #[test]
     fn a_constant_round_trip_still_gets_probed_every_ten_seconds() {
         // Equal samples do not refresh the estimate's age (Linux's strict test).
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let mut now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
         let mut probed = false;
         for _ in 0..12 {
@@ -539,7 +566,7 @@ mod tests {
     #[test]
     fn recovery_conserves_for_its_first_round_and_restores_the_window_when_it_ends() {
         let (bw, rtt) = (8e9 as u64, 10 * US);
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let now = feed(&mut b, 0, 8, bw, rtt, 10 * MSS);
         let before = b.window();
         // 12 segments out, 4 SACKed or lost, and the ACK that found the loss
@@ -587,7 +614,7 @@ mod tests {
 
     #[test]
     fn a_timeout_collapses_the_window_until_its_recovery_ends() {
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
         let before = b.window();
         let flight = 10 * MSS;
@@ -608,7 +635,7 @@ mod tests {
 
     #[test]
     fn probe_rtt_comes_after_ten_seconds_without_a_smaller_rtt() {
-        let mut b = Bbr::new(10 * MSS, MSS);
+        let mut b = Bbr::new(10 * MSS, MSS, 1);
         let now = feed(&mut b, 0, 8, 8e9 as u64, 10 * US, 10 * MSS);
         let (window, bandwidth) = (b.window(), b.bandwidth());
         // Ten seconds later, RTTs no smaller than the estimate.

@@ -138,20 +138,22 @@ pub enum CcKind {
 }
 
 impl CcKind {
-    /// A controller with a window of `initial_window` bytes; `hystart` is Cubic's.
+    /// A controller with a window of `initial_window` bytes; `hystart` is Cubic's;
+    /// `seed` is the flow's, for controllers that draw at random (BBR).
     pub fn build(
         self,
         initial_window: u64,
         mss: u64,
         dctcp_g: f64,
         hystart: bool,
+        seed: u32,
     ) -> Box<dyn CongestionControl> {
         match self {
             CcKind::NewReno => Box::new(NewReno::new(initial_window)),
             CcKind::Cubic => Box::new(Cubic::new(initial_window, mss, hystart)),
             CcKind::Dctcp => Box::new(Dctcp::new(initial_window, dctcp_g)),
             CcKind::Vegas => Box::new(Vegas::new(initial_window, mss)),
-            CcKind::Bbr => Box::new(Bbr::new(initial_window, mss)),
+            CcKind::Bbr => Box::new(Bbr::new(initial_window, mss, seed)),
             CcKind::Lia => Box::new(Lia::new(initial_window)),
         }
     }

@@ -109,6 +109,7 @@ impl TcpSender {
             mss,
             cfg.dctcp_g,
             cfg.hystart,
+            entropy,
         );
         TcpSender {
             rate: cc.sees_every_ack().then(DeliveryRate::default),
