@@ -19,7 +19,7 @@
 //! arrived: the receiver's pull target already pays for a packet overtaken on the way
 //! (the target is cumulative), so counting it again would count it twice.
 
-use std::collections::{BTreeMap, BinaryHeap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::paths::PathStats;
@@ -32,11 +32,9 @@ use proptest::prelude::*;
 
 mod common;
 use common::{
-    chaos, lookahead, receiver_config, senders, Chaos, Rng, Scheduled, DELAY, MAX_STEPS, MTU,
-    OVERHEAD, RX, W,
+    chaos, handle_due_timeouts, lookahead, random_workload, receiver_config, senders, Chaos,
+    EventQueue, Rng, MAX_STEPS, MTU, OVERHEAD, RX, W,
 };
-
-type Pending = Scheduled<Event>;
 
 const FULL: u32 = MTU - OVERHEAD;
 
@@ -97,8 +95,7 @@ struct World {
     /// The joined receiving EQIF: the credit scheduler under test sits behind the
     /// tunnel state machines and reorder queues, as in a real receiver.
     rx: ReceivingEqif<u64>,
-    events: BinaryHeap<Pending>,
-    order: u64,
+    events: EventQueue<Event>,
     rng: Rng,
     tunnels: Vec<Tunnel>,
 }
@@ -119,25 +116,7 @@ impl World {
         let mut next_id = 0;
         let tunnels = (0..p.senders)
             .map(|_| {
-                // One to four batches of packets at random times within 300 us.
-                let mut workload = Vec::new();
-                for _ in 0..1 + rng.below(4) {
-                    let at = if workload.is_empty() {
-                        0
-                    } else {
-                        rng.below(300) * PS_PER_US
-                    };
-                    for _ in 0..1 + rng.below(40) {
-                        let len = if p.full_size {
-                            FULL
-                        } else {
-                            1 + rng.below(u64::from(FULL)) as u32
-                        };
-                        workload.push((at, len, next_id));
-                        next_id += 1;
-                    }
-                }
-                workload.sort_by_key(|&(at, _, id)| (at, id));
+                let workload = random_workload(&mut rng, &mut next_id, p.full_size);
                 Tunnel {
                     next_transmission: 0,
                     flights: BTreeMap::new(),
@@ -154,20 +133,14 @@ impl World {
             now: 0,
             senders,
             rx,
-            events: BinaryHeap::new(),
-            order: 0,
+            events: EventQueue::default(),
             rng,
             tunnels,
         }
     }
 
     fn schedule(&mut self, delay: Time, event: Event) {
-        self.order += 1;
-        self.events.push(Scheduled {
-            at: self.now + delay,
-            order: self.order,
-            event,
-        });
+        self.events.push(self.now + delay, event);
     }
 
     fn done(&self) -> bool {
@@ -204,16 +177,9 @@ impl World {
             }
             while let Some((dst, header)) = self.rx.poll_control(self.now) {
                 progress = true;
-                let c = self.p.chaos;
-                if !self.rng.chance(c.ctrl_loss) {
-                    let jitter = self.rng.below(c.ctrl_jitter + 1);
-                    self.schedule(
-                        DELAY + jitter,
-                        Event::Control {
-                            to: dst as usize,
-                            header,
-                        },
-                    );
+                if let Some(delay) = self.p.chaos.control_delay(&mut self.rng) {
+                    let to = dst as usize;
+                    self.schedule(delay, Event::Control { to, header });
                 }
             }
             while self.rx.poll_deliver(self.now).is_some() {}
@@ -258,9 +224,9 @@ impl World {
             if h.kind == DataKind::Rts {
                 len = 0;
             }
-            let jitter = self.rng.below(c.data_jitter + 1);
+            let delay = c.data_delay(&mut self.rng);
             self.schedule(
-                DELAY + jitter,
+                delay,
                 Event::Data {
                     from,
                     header: h,
@@ -309,7 +275,7 @@ impl World {
             .filter_map(|t| t.workload.front().map(|w| w.0))
             .filter(|&at| at > self.now)
             .min();
-        let next_event = self.events.peek().map(|s| s.at);
+        let next_event = self.events.next_at();
         let sender_timers = self.senders.iter().filter_map(|s| s.poll_timeout()).min();
         let candidates = [
             next_event,
@@ -322,14 +288,10 @@ impl World {
         };
         self.now = self.now.max(at);
         if next_event == Some(at) {
-            let s = self.events.pop().unwrap();
-            self.deliver(s.event);
+            let event = self.events.pop().unwrap();
+            self.deliver(event);
         } else if sender_timers == Some(at) {
-            for s in &mut self.senders {
-                if s.poll_timeout().is_some_and(|t| t <= self.now) {
-                    s.handle_timeout(self.now);
-                }
-            }
+            handle_due_timeouts(&mut self.senders, self.now);
         } else if self.rx.poll_timeout() == Some(at) {
             self.rx.handle_timeout(self.now);
         }

@@ -32,23 +32,21 @@
 //! - **agreement**: at the end both ends of every tunnel are ESTABLISHED in the same
 //!   epoch.
 
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use eqds_proto::eqif::{DeliveryKind, EqifStats, ReceivingEqif, ReceivingEqifConfig};
 use eqds_proto::reorder::ReorderConfig;
 use eqds_proto::sender::{Mode, PeerId, Sender};
-use eqds_proto::time::{Time, PS_PER_US};
+use eqds_proto::time::Time;
 use eqds_proto::tunnel::{RxConfig, RxState, TxState};
 use eqds_proto::wire::{seq_lt, ControlHeader, DataHeader, DataKind};
 use proptest::prelude::*;
 
 mod common;
 use common::{
-    chaos, lookahead, receiver_config, senders, Chaos, Rng, Scheduled, DELAY, MAX_STEPS, MTU,
-    OVERHEAD, RTO, RX,
+    chaos, handle_due_timeouts, lookahead, random_workload, receiver_config, senders, Chaos,
+    EventQueue, Rng, DELAY, MAX_STEPS, MTU, OVERHEAD, RTO, RX,
 };
-
-type Pending = Scheduled<Event>;
 
 #[derive(Debug, Clone, Copy)]
 enum Fault {
@@ -112,8 +110,7 @@ struct World {
     now: Time,
     senders: Vec<Sender<u64>>,
     rx: ReceivingEqif<u64>,
-    events: BinaryHeap<Pending>,
-    order: u64,
+    events: EventQueue<Event>,
     rng: Rng,
     flows: Vec<Flow>,
     delivered: HashMap<u64, u32>,
@@ -141,20 +138,7 @@ impl World {
         let flows = (0..p.senders)
             .map(|_| {
                 let mut flow = Flow::default();
-                let mut batches: Vec<(Time, u32, u64)> = Vec::new();
-                for b in 0..1 + rng.below(4) {
-                    let at = if b == 0 {
-                        0
-                    } else {
-                        rng.below(300) * PS_PER_US
-                    };
-                    for _ in 0..1 + rng.below(40) {
-                        let len = 1 + rng.below(u64::from(MTU - OVERHEAD)) as u32;
-                        batches.push((at, len, next_id));
-                        next_id += 1;
-                    }
-                }
-                batches.sort_by_key(|&(at, _, id)| (at, id));
+                let batches = random_workload(&mut rng, &mut next_id, false);
                 flow.ids = batches.iter().map(|w| w.2).collect();
                 flow.workload = batches.into();
                 flow
@@ -165,8 +149,7 @@ impl World {
             now: 0,
             senders,
             rx,
-            events: BinaryHeap::new(),
-            order: 0,
+            events: EventQueue::default(),
             rng,
             flows,
             delivered: HashMap::new(),
@@ -179,12 +162,7 @@ impl World {
     }
 
     fn schedule(&mut self, delay: Time, event: Event) {
-        self.order += 1;
-        self.events.push(Scheduled {
-            at: self.now + delay,
-            order: self.order,
-            event,
-        });
+        self.events.push(self.now + delay, event);
     }
 
     /// After the last fault, a final batch per sender, so every tunnel carries
@@ -256,11 +234,9 @@ impl World {
             }
             while let Some((dst, header)) = self.rx.poll_control(self.now) {
                 progress = true;
-                let c = self.p.chaos;
-                if !self.rng.chance(c.ctrl_loss) {
-                    let jitter = self.rng.below(c.ctrl_jitter + 1);
+                if let Some(delay) = self.p.chaos.control_delay(&mut self.rng) {
                     let to = dst as usize;
-                    self.schedule(DELAY + jitter, Event::Control { to, header });
+                    self.schedule(delay, Event::Control { to, header });
                 }
             }
             while let Some(d) = self.rx.poll_deliver(self.now) {
@@ -320,14 +296,14 @@ impl World {
                 h.trimmed = true;
                 len = 0;
             }
-            let jitter = self.rng.below(c.data_jitter + 1);
+            let delay = c.data_delay(&mut self.rng);
             let event = Event::Data {
                 from,
                 header: h,
                 id,
                 len,
             };
-            self.schedule(DELAY + jitter, event);
+            self.schedule(delay, event);
         }
     }
 
@@ -368,7 +344,7 @@ impl World {
             .filter_map(|f| f.workload.front().map(|w| w.0))
             .filter(|&at| at > self.now)
             .min();
-        let next_event = self.events.peek().map(|s| s.at);
+        let next_event = self.events.next_at();
         let sender_timers = self.senders.iter().filter_map(|s| s.poll_timeout()).min();
         let rx_timer = self.rx.poll_timeout();
         let candidates = [next_event, sender_timers, rx_timer, next_workload];
@@ -382,14 +358,10 @@ impl World {
         };
         self.now = self.now.max(at);
         if next_event == Some(at) {
-            let s = self.events.pop().unwrap();
-            self.deliver(s.event);
+            let event = self.events.pop().unwrap();
+            self.deliver(event);
         } else if sender_timers == Some(at) {
-            for s in &mut self.senders {
-                if s.poll_timeout().is_some_and(|t| t <= self.now) {
-                    s.handle_timeout(self.now);
-                }
-            }
+            handle_due_timeouts(&mut self.senders, self.now);
         } else if rx_timer == Some(at) {
             self.rx.handle_timeout(self.now);
         }

@@ -1,6 +1,6 @@
 //! Pieces shared by the integration tests' simulated networks: the network's
 //! dimensions, the senders' and the receiver's configuration, the faults a network
-//! may inject, a seeded generator and a time-ordered event heap entry.
+//! may inject, a seeded generator and a time-ordered event queue.
 #![allow(dead_code)]
 
 use eqds_proto::receiver::{Policy, ReceiverConfig};
@@ -8,6 +8,7 @@ use eqds_proto::sender::{Mode, PeerId, Sender, SenderConfig};
 use eqds_proto::time::{Time, PS_PER_US};
 use eqds_proto::wire::NextProto;
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 pub const MTU: u32 = 1500;
 pub const OVERHEAD: u32 = 44;
@@ -56,6 +57,19 @@ impl Chaos {
             && self.data_jitter == 0
             && self.ctrl_loss == 0
             && self.ctrl_jitter == 0
+    }
+
+    /// How long one copy of a data packet takes through the network.
+    pub fn data_delay(&self, rng: &mut Rng) -> Time {
+        DELAY + rng.below(self.data_jitter + 1)
+    }
+
+    /// How long a control packet takes through the network, or `None` if it is lost.
+    pub fn control_delay(&self, rng: &mut Rng) -> Option<Time> {
+        if rng.chance(self.ctrl_loss) {
+            return None;
+        }
+        Some(DELAY + rng.below(self.ctrl_jitter + 1))
     }
 }
 
@@ -140,6 +154,42 @@ pub fn senders(count: usize, mode: Mode, lookahead: u32, seed: u64) -> Vec<Sende
         .collect()
 }
 
+/// Fires the timers of `senders` that are due at `now`.
+pub fn handle_due_timeouts(senders: &mut [Sender<u64>], now: Time) {
+    for s in senders {
+        if s.poll_timeout().is_some_and(|t| t <= now) {
+            s.handle_timeout(now);
+        }
+    }
+}
+
+/// One sender's workload: one to four batches of 1 to 40 packets, the first at time
+/// 0 and the others at random times within 300 us, as (time, inner length, payload
+/// id) in time order, with ids from `next_id` on. Inner lengths are random from 1
+/// byte to a full MTU's worth, or all full if `full_size`.
+pub fn random_workload(rng: &mut Rng, next_id: &mut u64, full_size: bool) -> Vec<(Time, u32, u64)> {
+    let full = MTU - OVERHEAD;
+    let mut workload = Vec::new();
+    for batch in 0..1 + rng.below(4) {
+        let at = if batch == 0 {
+            0
+        } else {
+            rng.below(300) * PS_PER_US
+        };
+        for _ in 0..1 + rng.below(40) {
+            let len = if full_size {
+                full
+            } else {
+                1 + rng.below(u64::from(full)) as u32
+            };
+            workload.push((at, len, *next_id));
+            *next_id += 1;
+        }
+    }
+    workload.sort_by_key(|&(at, _, id)| (at, id));
+    workload
+}
+
 /// The receiver's credit scheduler at 10 Gbps, FIFO, ACKing as `ack_coalesce` and
 /// `ack_delay` say (Q9).
 pub fn receiver_config(ack_coalesce: u32, ack_delay: Time) -> ReceiverConfig {
@@ -179,11 +229,52 @@ impl Rng {
     }
 }
 
+/// Events in the simulated network, earliest first, ties in the order scheduled.
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Scheduled<E>>,
+    scheduled: u64,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self {
+            heap: BinaryHeap::new(),
+            scheduled: 0,
+        }
+    }
+}
+
+impl<E> EventQueue<E> {
+    /// Schedules `event` at `at`.
+    pub fn push(&mut self, at: Time, event: E) {
+        self.scheduled += 1;
+        self.heap.push(Scheduled {
+            at,
+            order: self.scheduled,
+            event,
+        });
+    }
+
+    /// When the next event is due.
+    pub fn next_at(&self) -> Option<Time> {
+        self.heap.peek().map(|s| s.at)
+    }
+
+    /// Takes the next event.
+    pub fn pop(&mut self) -> Option<E> {
+        self.heap.pop().map(|s| s.event)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
 /// An event due at `at`; `order` breaks ties in scheduling order.
-pub struct Scheduled<E> {
-    pub at: Time,
-    pub order: u64,
-    pub event: E,
+struct Scheduled<E> {
+    at: Time,
+    order: u64,
+    event: E,
 }
 
 impl<E> PartialEq for Scheduled<E> {
