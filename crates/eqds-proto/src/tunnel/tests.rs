@@ -39,6 +39,19 @@ fn syn_ack(epoch: u32) -> TxEvent {
     }
 }
 
+/// What a sender does to open `epoch`: start numbering from its ISN, with SYN.
+fn opens(epoch: u32) -> [TxAction; 2] {
+    let isn = isn_for_epoch(epoch);
+    [TxAction::StartEpoch { epoch, isn }, TxAction::SetSyn]
+}
+
+/// What a sender does to move its unACKed packets to `epoch`: [`opens`] it and
+/// resends them there.
+fn reopens(epoch: u32) -> [TxAction; 3] {
+    let [start, syn] = opens(epoch);
+    [start, syn, TxAction::ResendUnacked]
+}
+
 // ---- receiver table (item 34), one test per row ----
 
 #[test]
@@ -237,13 +250,7 @@ fn tx_closed_packet_to_send_picks_a_random_epoch_and_sets_syn() {
     let random = 0xFFFF_FFFF;
     assert_eq!(
         list(tx.handle(TxEvent::PacketToSend { random })),
-        [
-            TxAction::StartEpoch {
-                epoch: MAX_EPOCH,
-                isn: isn_for_epoch(MAX_EPOCH)
-            },
-            TxAction::SetSyn
-        ]
+        opens(MAX_EPOCH)
     );
     assert_eq!(tx.state(), TxState::SynSent { epoch: MAX_EPOCH });
     assert!(tx.syn());
@@ -257,13 +264,7 @@ fn tx_closed_packet_to_send_uses_old_plus_one_when_remembered_even_across_the_wr
         });
         assert_eq!(
             list(tx.handle(TxEvent::PacketToSend { random: 7 })),
-            [
-                TxAction::StartEpoch {
-                    epoch: new,
-                    isn: isn_for_epoch(new)
-                },
-                TxAction::SetSyn
-            ]
+            opens(new)
         );
         assert_eq!(tx.state(), TxState::SynSent { epoch: new });
     }
@@ -295,17 +296,7 @@ fn tx_syn_sent_syn_ack_with_our_epoch_establishes() {
 #[test]
 fn tx_syn_sent_syn_ack_with_greater_epoch_restarts_past_it() {
     let mut tx = tx_in(TxState::SynSent { epoch: 4 });
-    assert_eq!(
-        list(tx.handle(syn_ack(20))),
-        [
-            TxAction::StartEpoch {
-                epoch: 21,
-                isn: isn_for_epoch(21)
-            },
-            TxAction::SetSyn,
-            TxAction::ResendUnacked
-        ]
-    );
+    assert_eq!(list(tx.handle(syn_ack(20))), reopens(21));
     assert_eq!(tx.state(), TxState::SynSent { epoch: 21 });
 }
 
@@ -331,17 +322,7 @@ fn tx_established_syn_ack_with_our_epoch_is_processed() {
 #[test]
 fn tx_established_syn_ack_with_greater_epoch_resyncs() {
     let mut tx = tx_in(TxState::Established { epoch: 4 });
-    assert_eq!(
-        list(tx.handle(syn_ack(5))),
-        [
-            TxAction::StartEpoch {
-                epoch: 6,
-                isn: isn_for_epoch(6)
-            },
-            TxAction::SetSyn,
-            TxAction::ResendUnacked
-        ]
-    );
+    assert_eq!(list(tx.handle(syn_ack(5))), reopens(6));
     assert_eq!(tx.state(), TxState::SynSent { epoch: 6 });
 }
 
@@ -368,14 +349,7 @@ fn tx_rst_with_backlog_reestablishes_at_once_with_a_greater_epoch() {
         TxState::Established { epoch: MAX_EPOCH },
     ] {
         let mut tx = tx_in(state);
-        assert_eq!(
-            list(tx.handle(TxEvent::Rst { backlog: true })),
-            [
-                TxAction::StartEpoch { epoch: 0, isn: 0 },
-                TxAction::SetSyn,
-                TxAction::ResendUnacked
-            ]
-        );
+        assert_eq!(list(tx.handle(TxEvent::Rst { backlog: true })), reopens(0));
         assert_eq!(tx.state(), TxState::SynSent { epoch: 0 });
     }
 }
@@ -416,17 +390,7 @@ fn tx_too_many_rtos_reestablishes_in_a_fresh_epoch() {
         TxState::Established { epoch: 4 },
     ] {
         let mut tx = tx_in(state);
-        assert_eq!(
-            list(tx.handle(TxEvent::TooManyRtos)),
-            [
-                TxAction::StartEpoch {
-                    epoch: 5,
-                    isn: isn_for_epoch(5)
-                },
-                TxAction::SetSyn,
-                TxAction::ResendUnacked
-            ]
-        );
+        assert_eq!(list(tx.handle(TxEvent::TooManyRtos)), reopens(5));
         assert_eq!(tx.state(), TxState::SynSent { epoch: 5 });
     }
     let mut tx = TxTunnel::new();

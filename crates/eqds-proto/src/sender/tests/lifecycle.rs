@@ -125,20 +125,33 @@ fn rst_with_nothing_unacked_frees_the_tunnel_and_the_next_epoch_follows() {
     );
 }
 
-#[test]
-fn restarted_epoch_starts_after_every_sequence_number_used() {
-    // Established epoch 0 ran past its block: 1030 packets numbered.
-    let mut s = Sender::new(SenderConfig {
+/// A sender whose window and send queue hold 2000 packets: room to number more
+/// packets than an epoch block has.
+fn roomy(mode: Mode) -> Sender<u32> {
+    Sender::new(SenderConfig {
         window: 2000 * MTU,
         send_queue_packets: 2000,
         send_queue_bytes: u64::MAX,
-        ..config(Mode::Ndp)
-    });
+        ..config(mode)
+    })
+}
+
+/// A [`roomy`] NDP sender with its tunnel to peer 1 established in epoch 0 and `n`
+/// one-byte packets (payloads 0..n) queued there at time 0.
+fn established_with_tiny_packets(n: u32) -> Sender<u32> {
+    let mut s = roomy(Mode::Ndp);
     s.open_tunnel(1, 0);
     s.handle_control(0, 1, &syn_ack(ControlKind::Ack, 0, 0));
-    for i in 0..1030 {
+    for i in 0..n {
         s.enqueue(0, 1, 1, i).unwrap();
     }
+    s
+}
+
+#[test]
+fn restarted_epoch_starts_after_every_sequence_number_used() {
+    // Established epoch 0 ran past its block: 1030 packets numbered.
+    let mut s = established_with_tiny_packets(1030);
     assert_eq!(drain(&mut s, 0).len(), 1030);
     s.handle_control(1, 1, &control(ControlKind::Rst, 0, 0, 0));
     // Epoch 1's block holds seqs 1024..1029 already used: epoch 2 it is.
@@ -147,12 +160,7 @@ fn restarted_epoch_starts_after_every_sequence_number_used() {
 
 #[test]
 fn syn_sent_tunnel_stops_at_the_end_of_the_epoch_block() {
-    let mut s = Sender::new(SenderConfig {
-        window: 2000 * MTU,
-        send_queue_packets: 2000,
-        send_queue_bytes: u64::MAX,
-        ..config(Mode::Rts)
-    });
+    let mut s = roomy(Mode::Rts);
     let isn = isn_for_epoch(3);
     s.open_tunnel(1, isn);
     for i in 0..1100 {
@@ -214,17 +222,7 @@ fn rst_for_a_packet_of_an_earlier_epoch_is_stale() {
 
 #[test]
 fn renumbering_keeps_the_initial_window_inside_the_block() {
-    let mut s = Sender::new(SenderConfig {
-        window: 2000 * MTU,
-        send_queue_packets: 2000,
-        send_queue_bytes: u64::MAX,
-        ..config(Mode::Ndp)
-    });
-    s.open_tunnel(1, 0);
-    s.handle_control(0, 1, &syn_ack(ControlKind::Ack, 0, 0));
-    for i in 0..1100 {
-        s.enqueue(0, 1, 1, i).unwrap();
-    }
+    let mut s = established_with_tiny_packets(1100);
     assert_eq!(drain(&mut s, 0).len(), 1100);
     s.handle_control(1, 1, &control(ControlKind::Ack, 0, 0, 0));
     // The other 1099 are renumbered: 1024 fit in the block, 75 wait.
