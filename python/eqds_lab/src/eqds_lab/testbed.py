@@ -92,12 +92,19 @@ class Bed:
         """A one-off iperf3 server on host `index`, bound to `addr` (default: the
         host's testbed address); `realtime` as for `iperf3_client` (a UDP receiver
         needs a core as much as a UDP sender)."""
-        ns, addr = self.host(index)["netns"], addr or self.host(index)["address"]
+        addr = addr or self.host(index)["address"]
         rt = ("chrt", "-f", "5") if realtime else ()
-        cmd = ["ip", "netns", "exec", ns, *rt, "iperf3", "-s", "-1", "-J", "-B", addr]
+        self.tcp_server(index, port, *rt, "iperf3", "-s", "-1", "-J", "-B", addr, "-p", str(port))
+
+    def tcp_server(self, index: int, port: int, *cmd: str) -> None:
+        """Starts `cmd` in host `index`'s namespace and waits until something listens
+        on TCP `port` there; `kill_servers` stops it."""
+        ns = self.host(index)["netns"]
         self.servers.append(
             subprocess.Popen(
-                [*cmd, "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                ["ip", "netns", "exec", ns, *cmd],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
         )
         deadline = time.monotonic() + 10
@@ -105,9 +112,9 @@ class Bed:
             listening = run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"])
             if listening.stdout.strip():
                 return
-            assert self.servers[-1].poll() is None, f"iperf3 server on {ns}:{port} exited"
+            assert self.servers[-1].poll() is None, f"{cmd[0]} on {ns}:{port} exited"
             time.sleep(0.05)
-        raise AssertionError(f"iperf3 server on {ns} {addr}:{port} not listening after 10 s")
+        raise AssertionError(f"{cmd[0]} on {ns} not listening on {port} after 10 s")
 
     def iperf3_client(
         self,
