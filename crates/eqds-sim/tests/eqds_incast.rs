@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::native_incast;
+use common::{native_incast, throughputs};
 use eqds_sim::flow::FlowRecord;
 use eqds_sim::ids::Node;
 use eqds_sim::output::{flow_throughput_bps, jain_index};
@@ -88,20 +88,12 @@ fn tcp_incast(eqds: &str) -> String {
     )
 }
 
-fn rates(text: &str) -> Vec<f64> {
-    let (flows, stats, sim) = common::run(text);
-    flows
-        .iter()
-        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time))
-        .collect()
-}
-
 #[test]
 fn tcp_over_eqds_shares_a_receiver_almost_perfectly() {
-    let plain = jain_index(&rates(&tcp_incast("")));
+    let plain = jain_index(&throughputs(&tcp_incast("")));
     for (mode, min_jain) in [("ndp", 0.99), ("rts", 0.98)] {
         // ECN-capable TCP: the EQIF marks instead of dropping (RFC 3168 NewReno).
-        let over = rates(&tcp_incast(&format!(
+        let over = throughputs(&tcp_incast(&format!(
             "ecn = true\n[eqds]\nenabled = true\nmode = \"{mode}\""
         )));
         let jain = jain_index(&over);
@@ -115,16 +107,7 @@ fn tcp_over_eqds_shares_a_receiver_almost_perfectly() {
 
 #[test]
 fn eqds_runs_are_deterministic() {
-    let text = native_incast(4, 12, "200KB");
-    let a = tempfile::tempdir().unwrap();
-    let b = tempfile::tempdir().unwrap();
-    common::run_dir(&text, a.path());
-    common::run_dir(&text, b.path());
-    for file in ["flows.csv", "summary.json"] {
-        let x = std::fs::read(a.path().join(file)).unwrap();
-        let y = std::fs::read(b.path().join(file)).unwrap();
-        assert!(x == y, "{file} differs between two runs");
-    }
+    common::assert_runs_are_deterministic(&native_incast(4, 12, "200KB"));
 }
 
 /// 4 TCP senders and, from 2 ms, a line-rate UDP sender into one 25 Gbps receiver.

@@ -27,10 +27,9 @@ fn native_eqds_permutation_runs_near_line_rate_at_100g() {
             "time = \"400us\"\n        warmup = \"100us\"",
         );
     assert!(text.contains("permutation") && text.contains("400us"));
-    let (flows, stats, sim) = common::run(&text);
-    let rates: Vec<f64> = flows
+    let rates: Vec<f64> = common::throughputs(&text)
         .iter()
-        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time) / 100e9)
+        .map(|bps| bps / 100e9)
         .collect();
     let mean = rates.iter().sum::<f64>() / rates.len() as f64;
     let min = rates.iter().copied().fold(f64::MAX, f64::min);

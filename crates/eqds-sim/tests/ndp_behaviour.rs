@@ -21,31 +21,8 @@ fn ndp_incast(
     let iw = iw.map_or(String::new(), |w| {
         format!("ndp = {{ initial_window = {w} }}")
     });
-    format!(
-        r#"
-        [topology]
-        kind = "fat_tree"
-        k = {k}
-        link = {{ rate = "{rate}", latency = "1us" }}
-        [switch]
-        load_balancing = "spray"
-        queue = {{ kind = "trimming", data_packets = {queue} }}
-        [host]
-        queue = {{ kind = "trimming", data_packets = 1000 }}
-        [transport]
-        protocol = "ndp"
-        mtu = {mtu}
-        {iw}
-        [workload]
-        kind = "incast"
-        receiver = 0
-        senders = {n}
-        size = "{size}"
-        [stop]
-        when_flows_complete = true
-        time = "1s"
-        "#
-    )
+    let transport = format!("protocol = \"ndp\"\nmtu = {mtu}\n{iw}");
+    common::sprayed_fat_tree_incast(k, rate, queue, &transport, n, size)
 }
 
 /// NDP on a k=4 fat tree at 10 Gbps with 8-packet trimming queues and spraying,
@@ -53,20 +30,13 @@ fn ndp_incast(
 fn ndp_k4(rest: &str) -> String {
     format!(
         r#"
-        [topology]
-        kind = "fat_tree"
-        k = 4
-        link = {{ rate = "10Gbps", latency = "1us" }}
-        [switch]
-        load_balancing = "spray"
-        queue = {{ kind = "trimming", data_packets = 8 }}
-        [host]
-        queue = {{ kind = "trimming", data_packets = 1000 }}
+        {}
         [transport]
         protocol = "ndp"
         mtu = 9000
         {rest}
-        "#
+        "#,
+        common::sprayed_fat_tree(4, "10Gbps", 8)
     )
 }
 
@@ -145,11 +115,7 @@ fn ndp_senders_to_one_receiver_share_equally() {
         warmup = "2ms"
         "#,
     );
-    let (flows, stats, sim) = common::run(&text);
-    let rates: Vec<f64> = flows
-        .iter()
-        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time))
-        .collect();
+    let rates = common::throughputs(&text);
     let jain = jain_index(&rates);
     assert!(jain >= 0.99, "Jain index {jain}, rates {rates:?}");
     let total: f64 = rates.iter().sum();
@@ -199,13 +165,10 @@ fn ndp_permutation_share(rest: &str) -> f64 {
         warmup = "2ms"
         "#
     ));
-    let (flows, stats, sim) = common::run(&text);
+    let rates = common::throughputs(&text);
     let payload_rate = 10e9 * (9000.0 - 64.0) / 9000.0;
-    let total: f64 = flows
-        .iter()
-        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time))
-        .sum();
-    total / flows.len() as f64 / payload_rate
+    let total: f64 = rates.iter().sum();
+    total / rates.len() as f64 / payload_rate
 }
 
 #[test]
@@ -222,15 +185,7 @@ fn ndp_default_window_covers_the_loaded_round_trip() {
 #[test]
 fn ndp_runs_are_deterministic() {
     let text = ndp_incast(4, "10Gbps", 1500, 8, None, 12, "200KB");
-    let a = tempfile::tempdir().unwrap();
-    let b = tempfile::tempdir().unwrap();
-    common::run_dir(&text, a.path());
-    common::run_dir(&text, b.path());
-    for file in ["flows.csv", "summary.json"] {
-        let x = std::fs::read(a.path().join(file)).unwrap();
-        let y = std::fs::read(b.path().join(file)).unwrap();
-        assert!(x == y, "{file} differs between two runs");
-    }
+    common::assert_runs_are_deterministic(&text);
 }
 
 fn dumbbell(protocol_flows: &str, subflows: u32) -> String {
@@ -395,10 +350,9 @@ fn mptcp_keeps_its_nic_busy_in_a_permutation() {
         time = "40ms"
         warmup = "10ms"
     "#;
-    let (flows, stats, sim) = common::run(text);
-    let rates: Vec<f64> = flows
+    let rates: Vec<f64> = common::throughputs(text)
         .iter()
-        .map(|f| flow_throughput_bps(f, sim.warmup(), stats.end_time) / 10e9)
+        .map(|bps| bps / 10e9)
         .collect();
     let mean = rates.iter().sum::<f64>() / rates.len() as f64;
     let best = rates.iter().cloned().fold(0.0, f64::max);

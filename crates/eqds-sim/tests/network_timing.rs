@@ -2,6 +2,7 @@
 
 mod common;
 
+use eqds_sim::net::{port::Port, Network};
 use eqds_sim::units::{serialisation_time, NS, US};
 
 /// A dumbbell: host 0 - switch - bottleneck - switch - host 1.
@@ -26,6 +27,44 @@ fn dumbbell(host_rate: &str, bottleneck_rate: &str, switch_latency: &str, flows:
         time = "1ms"
         "#
     )
+}
+
+/// Hosts 1..=`senders` each send one TCP flow of `size` bytes to host 0, all at
+/// once, under one switch with 10 Gbps links and `queue` as its queue table; the
+/// RTO starts at and never falls below `rto`, and the run stops at `time`.
+fn into_host_0(senders: u32, size: u32, queue: &str, rto: &str, time: &str) -> String {
+    let flows: Vec<String> = (1..=senders)
+        .map(|s| format!("{{ src = {s}, dst = 0, size = {size} }}"))
+        .collect();
+    format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = {}
+        link = {{ rate = "10Gbps", latency = "1us" }}
+        [switch]
+        queue = {queue}
+        [transport]
+        mtu = 1500
+        min_rto = "{rto}"
+        initial_rto = "{rto}"
+        [workload]
+        kind = "flows"
+        flows = [{}]
+        [stop]
+        time = "{time}"
+        "#,
+        senders + 1,
+        flows.join(", ")
+    )
+}
+
+/// The switch port that sends to host 0.
+fn port_to_host_0(net: &Network) -> &Port {
+    net.ports
+        .iter()
+        .find(|p| p.peer == eqds_sim::ids::Node::Host(0))
+        .unwrap()
 }
 
 #[test]
@@ -107,36 +146,11 @@ fn drop_tail_overflow_is_counted_exactly() {
     // Ten one-packet flows reach the receiver's switch port at the same instant: one
     // goes on the wire, three wait (limit 3), six are dropped. The run stops before any
     // retransmission timeout, so nothing else is sent.
-    let flows: Vec<String> = (1..=10)
-        .map(|s| format!("{{ src = {s}, dst = 0, size = 1000 }}"))
-        .collect();
-    let text = format!(
-        r#"
-        [topology]
-        kind = "single_switch"
-        hosts = 11
-        link = {{ rate = "10Gbps", latency = "1us" }}
-        [switch]
-        queue = {{ kind = "drop_tail", limit_packets = 3 }}
-        [transport]
-        mtu = 1500
-        min_rto = "1ms"
-        initial_rto = "1ms"
-        [workload]
-        kind = "flows"
-        flows = [{}]
-        [stop]
-        time = "500us"
-        "#,
-        flows.join(", ")
-    );
+    let queue = "{ kind = \"drop_tail\", limit_packets = 3 }";
+    let text = into_host_0(10, 1000, queue, "1ms", "500us");
     let (flows, _, sim) = common::run(&text);
     let net = sim.network();
-    let to_receiver = net
-        .ports
-        .iter()
-        .find(|p| p.peer == eqds_sim::ids::Node::Host(0))
-        .unwrap();
+    let to_receiver = port_to_host_0(net);
     assert_eq!(to_receiver.stats.drops, 6);
     assert_eq!(to_receiver.stats.dropped_bytes, 6 * 1064);
     assert_eq!(to_receiver.stats.tx_packets, 4);
@@ -157,38 +171,13 @@ fn a_trimming_switch_trims_returns_and_tcp_still_completes() {
     // Eight one-window bursts into one port with an 8-packet data queue and a
     // 4-header header queue: the excess is trimmed, the headers that do not fit go
     // back to their senders, and TCP (for which a trim is a loss) recovers by RTO.
-    let flows: Vec<String> = (1..=8)
-        .map(|s| format!("{{ src = {s}, dst = 0, size = 14360 }}"))
-        .collect();
-    let text = format!(
-        r#"
-        [topology]
-        kind = "single_switch"
-        hosts = 9
-        link = {{ rate = "10Gbps", latency = "1us" }}
-        [switch]
-        queue = {{ kind = "trimming", data_packets = 8, header_packets = 4 }}
-        [transport]
-        mtu = 1500
-        min_rto = "100us"
-        initial_rto = "100us"
-        [workload]
-        kind = "flows"
-        flows = [{}]
-        [stop]
-        time = "100ms"
-        "#,
-        flows.join(", ")
-    );
+    let queue = "{ kind = \"trimming\", data_packets = 8, header_packets = 4 }";
+    let text = into_host_0(8, 14360, queue, "100us", "100ms");
     let (flows, stats, sim) = common::run(&text);
     assert_eq!(stats.reason, eqds_sim::sim::StopReason::FlowsComplete);
     assert!(flows.iter().all(|f| f.delivered == 14360));
     let net = sim.network();
-    let to_receiver = net
-        .ports
-        .iter()
-        .find(|p| p.peer == eqds_sim::ids::Node::Host(0))
-        .unwrap();
+    let to_receiver = port_to_host_0(net);
     assert!(
         to_receiver.stats.trims > 0 && to_receiver.stats.returns > 0,
         "{:?}",

@@ -10,10 +10,9 @@ use std::collections::HashSet;
 /// counts payload, so this is 100%.
 const GOODPUT_CAPACITY: f64 = 10e9 * 1436.0 / 1500.0;
 
-/// One long flow of `protocol` from a 40 Gbps host through a 10 Gbps bottleneck
-/// with a 100-packet drop-tail queue for 30 ms, throughput measured after 10 ms;
-/// `output` is the `[output]` table's body.
-fn one_flow_at_10g(protocol: &str, output: &str) -> String {
+/// One 40 Gbps host, a 10 Gbps bottleneck with a `queue`-packet drop-tail queue,
+/// and one receiver, 1 us links: the `[topology]` and `[switch]` tables.
+fn from_40g_into_10g(queue: u32) -> String {
     format!(
         r#"
         [topology]
@@ -23,7 +22,30 @@ fn one_flow_at_10g(protocol: &str, output: &str) -> String {
         link = {{ rate = "40Gbps", latency = "1us" }}
         bottleneck = {{ rate = "10Gbps", latency = "1us" }}
         [switch]
-        queue = {{ kind = "drop_tail", limit_packets = 100 }}
+        queue = {{ kind = "drop_tail", limit_packets = {queue} }}
+        "#
+    )
+}
+
+/// The backlogs in packets that `queues.csv` in `dir` samples from the 10 ms
+/// warm-up on.
+fn backlog_after_warmup(dir: &std::path::Path) -> Vec<f64> {
+    let csv = std::fs::read_to_string(dir.join("queues.csv")).unwrap();
+    csv.lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|c| c[0].parse::<u64>().unwrap() >= 10_000_000_000)
+        .map(|c| c[4].parse().unwrap())
+        .collect()
+}
+
+/// One long flow of `protocol` from a 40 Gbps host through a 10 Gbps bottleneck
+/// with a 100-packet drop-tail queue for 30 ms, throughput measured after 10 ms;
+/// `output` is the `[output]` table's body.
+fn one_flow_at_10g(protocol: &str, output: &str) -> String {
+    format!(
+        r#"
+        {}
         [transport]
         protocol = "{protocol}"
         mtu = 1500
@@ -36,7 +58,8 @@ fn one_flow_at_10g(protocol: &str, output: &str) -> String {
         [stop]
         time = "30ms"
         warmup = "10ms"
-    "#
+    "#,
+        from_40g_into_10g(100)
     )
 }
 
@@ -99,15 +122,7 @@ fn two_dctcp_flows_share_fairly_with_the_queue_near_k() {
     assert_eq!(s["totals"]["drops"].as_u64(), Some(0));
     assert!(s["totals"]["marks"].as_u64().unwrap() > 0);
     // Queue after warm-up: around K, never far above it.
-    let csv = std::fs::read_to_string(dir.path().join("queues.csv")).unwrap();
-    let backlog: Vec<f64> = csv
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[0].parse::<u64>().unwrap() >= 10_000_000_000).then(|| f[4].parse::<f64>().unwrap())
-        })
-        .collect();
+    let backlog = backlog_after_warmup(dir.path());
     let mean = backlog.iter().sum::<f64>() / backlog.len() as f64;
     let max = backlog.iter().cloned().fold(0.0, f64::max);
     assert!(
@@ -273,14 +288,7 @@ fn overshooting_flow(sack: bool, nic_limit: Option<u32>) -> (u64, u64, u64) {
     let nic_limit = nic_limit.map_or(String::new(), |n| format!("nic_limit = {n}"));
     let text = format!(
         r#"
-        [topology]
-        kind = "dumbbell"
-        left = 1
-        right = 1
-        link = {{ rate = "40Gbps", latency = "1us" }}
-        bottleneck = {{ rate = "10Gbps", latency = "1us" }}
-        [switch]
-        queue = {{ kind = "drop_tail", limit_packets = 20 }}
+        {}
         [host]
         queue = {{ kind = "drop_tail", limit_packets = 20 }}
         [transport]
@@ -296,7 +304,8 @@ fn overshooting_flow(sack: bool, nic_limit: Option<u32>) -> (u64, u64, u64) {
         flows = [{{ src = 0, dst = 1, size = 2000000 }}]
         [stop]
         time = "50ms"
-    "#
+    "#,
+        from_40g_into_10g(20)
     );
     let (flows, _, sim) = common::run(&text);
     let f = &flows[0];
@@ -491,15 +500,7 @@ fn share_resends_and_queue(protocol: &str, sack: bool) -> (f64, u64, f64) {
     let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()].clone();
     let bps: f64 = col("mean_throughput_bps").parse().unwrap();
     let retransmits: u64 = col("retransmits").parse().unwrap();
-    // Mean backlog of the bottleneck after the warm-up, in packets.
-    let queues = std::fs::read_to_string(dir.path().join("queues.csv")).unwrap();
-    let samples: Vec<f64> = queues
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|c| c[0].parse::<u64>().unwrap() >= 10_000_000_000)
-        .map(|c| c[4].parse().unwrap())
-        .collect();
+    let samples = backlog_after_warmup(dir.path());
     let mean_queue = samples.iter().sum::<f64>() / samples.len() as f64;
     (bps / GOODPUT_CAPACITY, retransmits, mean_queue)
 }
