@@ -95,16 +95,20 @@ impl Scoreboard {
         }
     }
 
-    /// The cumulative ACK point moved to segment `index`: forget everything below.
-    pub fn acked_to(&mut self, index: u64) {
+    /// The cumulative ACK point moved to segment `index`: forget everything below,
+    /// and say how many of those segments SACK had already reported.
+    pub fn acked_to(&mut self, index: u64) -> u32 {
+        let mut sacked = 0;
         while self.base < index {
             let Some(seg) = self.segments.pop_front() else {
                 self.base = index;
                 break;
             };
             self.base += 1;
+            sacked += u32::from(seg.state == State::Sacked);
             self.count(seg.state, -1);
         }
+        sacked
     }
 
     /// A SACK block reports segment `index` received; whether that is news (the
@@ -327,6 +331,18 @@ mod tests {
             b.sent_new(i, i * 10);
         }
         b
+    }
+
+    #[test]
+    fn the_cumulative_point_says_how_many_it_passed_were_sacked() {
+        let mut b = board(6);
+        b.sacked(1);
+        b.sacked(3);
+        // Segments 0-2 are acknowledged: of them only 1 was SACKed before, so the
+        // ACK delivers two segments, not three.
+        assert_eq!(b.acked_to(3), 1);
+        assert_eq!(b.acked_to(3), 0, "nothing passed twice");
+        assert_eq!(b.acked_to(6), 1);
     }
 
     #[test]

@@ -356,6 +356,7 @@ impl TcpSender {
             self.snd_nxt = self.snd_nxt.max(snd_nxt);
             self.timeout_recover = None;
             self.recovery = None;
+            self.cc.on_recovery_end(ctx.now);
         }
         let acked = ack - self.snd_una;
         // Grow the window only if it limited what was sent (RFC 7661, like Linux's
@@ -431,12 +432,12 @@ impl TcpSender {
         let after_timeout_echo = self.timeout_recover.is_some_and(|r| self.snd_una < r);
         if self.dupacks == self.cfg.dupack_threshold && !after_timeout_echo {
             let flight = self.snd_nxt - self.snd_una;
-            // Without SACK all that is outstanding counts as in the network, and a
-            // duplicate ACK reports one segment arrived.
+            // Without SACK each duplicate ACK says a segment left the network.
+            let arrived = u64::from(self.dupacks) * self.mss();
             self.cc.on_loss(&LossEvent {
                 now: ctx.now,
                 flight,
-                pipe: flight,
+                pipe: flight.saturating_sub(arrived),
                 delivered: self.mss(),
                 mss: self.mss(),
             });
@@ -469,17 +470,20 @@ impl TcpSender {
         self.board.delivered(echo, now);
         if ack > self.snd_una && ack <= self.high_tx {
             if self.spurious_timeout(ctx, echo).is_some() {
-                // What the timeout marked lost is still on its way: out of recovery,
-                // and RACK judges those segments again.
+                // What the timeout marked lost is still on its way: out of recovery
+                // (the restored controller's too, if the timeout came during a fast
+                // recovery), and RACK judges those segments again.
                 self.recovery = None;
+                self.cc.on_recovery_end(now);
                 self.board.unmark_lost();
             }
             let cwnd_limited = (self.board.pipe() as u64 + 1) * mss >= self.cc.window();
             let acked = ack - self.snd_una;
-            delivered += acked;
             let sample = self.deliver(now, (self.snd_una, ack), true, sample);
             self.snd_una = ack;
-            self.board.acked_to(ack.div_ceil(mss));
+            // What SACK reported before is not delivered again.
+            let sacked_before = u64::from(self.board.acked_to(ack.div_ceil(mss)));
+            delivered += acked.saturating_sub(sacked_before * mss);
             self.dupacks = 0;
             self.backoff = 0;
             let rtt = now.checked_sub(echo);
@@ -506,11 +510,13 @@ impl TcpSender {
             let every = self.cc.sees_every_ack();
             match self.recovery {
                 Some(r) if ack >= r.recover => {
+                    // As Linux: the window comes back, then this ACK grows it (and
+                    // BBR caps it at its target).
                     self.recovery = None;
+                    self.cc.on_recovery_end(now);
                     if r.after_timeout || every {
                         self.cc.on_ack(&event);
                     }
-                    self.cc.on_recovery_end(now);
                 }
                 // After a timeout the window slow-starts again while the resends go.
                 Some(r) if r.after_timeout || every => self.cc.on_ack(&event),
