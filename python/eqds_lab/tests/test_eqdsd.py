@@ -572,8 +572,11 @@ def eqdsperf_server(testbed: Bed, host: int, sock: Path) -> subprocess.Popen:
     )
     deadline = time.monotonic() + 5
     while not list(sock.parent.glob(f"{sock.name}.eqdsperf-*")):
-        assert server.poll() is None, server.communicate()
-        assert time.monotonic() < deadline, "eqdsperf server did not bind"
+        if server.poll() is not None:
+            raise AssertionError(f"eqdsperf server exited: {server.communicate()}")
+        if time.monotonic() > deadline:
+            server.kill()
+            raise AssertionError(f"eqdsperf server did not bind: {server.communicate()}")
         time.sleep(0.05)
     return server
 
@@ -714,17 +717,22 @@ def test_eqif_weights_share_a_congested_uplink(
     )
     daemons.start(2, "200mbit")
     daemons.start(3, "200mbit", extra=f'[native]\nsocket = "{sock[3]}"')
-    server = eqdsperf_server(testbed, 3, sock[3])
-    testbed.iperf3_server(2, 5201, addr=inner(2))
     tun, native = (
         'eqdsd_tunnel_tx_bytes_total{peer="10.77.2.1"}',
         ('eqdsd_tunnel_tx_bytes_total{peer="10.77.3.1",eqif="native"}'),
     )
     seconds = 6
-    client = (str(EQDSPERF), "client", "--socket", str(sock[1]), "--to", "10.77.3.1")
+    # Both senders run SCHED_FIFO below the daemons, as the testbed's other tools do:
+    # at normal priority the daemons may starve one, and the other EQIF then takes
+    # the credit it leaves (DRR is work-conserving), which is not what is measured.
+    client = ("chrt", "-f", "5", str(EQDSPERF), "client", "--socket", str(sock[1]))
+    client += ("--to", "10.77.3.1")
+    server = eqdsperf_server(testbed, 3, sock[3])
     try:
+        testbed.iperf3_server(2, 5201, addr=inner(2))
         with ThreadPoolExecutor(2) as pool:
-            tcp = partial(testbed.iperf3_client, 1, 2, 5201, "-C", "cubic", addr=inner(2))
+            tcp = partial(testbed.iperf3_client, 1, 2, 5201, "-C", "cubic", addr=inner(2),
+                          realtime=True)  # fmt: skip
             perf = partial(testbed.in_host, 1, *client, "--json", timeout=seconds + 15)
             jobs = [pool.submit(tcp, seconds=seconds), pool.submit(perf, "--time", str(seconds))]
             # Both streams are up after a second and a half; measure the middle.

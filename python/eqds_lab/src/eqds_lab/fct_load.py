@@ -10,7 +10,9 @@ connection, and records how long each took. The EQDS paper's storage-like worklo
 A request is the object size as 8 bytes (network order); the server answers with that
 many bytes and closes. `fetch` prints one JSON object: the server, the start (seconds
 since the first fetch began) and the completion time in microseconds of every object,
-from the connection attempt to its last byte.
+from the connection attempt to its last byte. A download that fails (refused, reset,
+cut short, longer than the answer asked for, or 30 s without a byte) is listed with
+its error instead of a completion time, and the next one starts.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ REQUEST = struct.Struct("!Q")
 #: Largest object a server sends (a request for more is refused by closing).
 MAX_SIZE = 1 << 30
 CHUNK = 1 << 16
+#: Seconds a download may go without a byte before it counts as failed.
+TIMEOUT_S = 30
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -56,9 +60,10 @@ def serve(port: int) -> None:
         server.serve_forever()
 
 
-def fetch_one(server: str, port: int, size: int, buf: memoryview) -> None:
-    """Downloads one object of `size` bytes from `server` over a new connection."""
-    with socket.create_connection((server, port), timeout=30) as sock:
+def fetch_one(server: str, port: int, size: int, buf: memoryview) -> int:
+    """Downloads one object of `size` bytes from `server` over a new connection and
+    returns how many bytes came; an answer cut short or longer than `size` is an error."""
+    with socket.create_connection((server, port), timeout=TIMEOUT_S) as sock:
         sock.sendall(REQUEST.pack(size))
         got = 0
         while got < size:
@@ -66,6 +71,10 @@ def fetch_one(server: str, port: int, size: int, buf: memoryview) -> None:
             if n == 0:
                 raise ConnectionError(f"{server} closed after {got} of {size} bytes")
             got += n
+        # The server closes once it has sent the object: anything more is wrong.
+        if sock.recv_into(buf, 1):
+            raise ConnectionError(f"{server} sent more than the {size} bytes asked for")
+        return got
 
 
 def fetch(servers: list[str], port: int, size: int, seconds: float, seed: int) -> dict:
@@ -76,15 +85,15 @@ def fetch(servers: list[str], port: int, size: int, seconds: float, seed: int) -
     while time.monotonic() - begin < seconds:
         server = rng.choice(servers)
         start = time.monotonic()
-        fetch_one(server, port, size, buf)
-        end = time.monotonic()
-        objects.append(
-            {
-                "server": server,
-                "start_s": round(start - begin, 6),
-                "fct_us": round((end - start) * 1e6, 1),
-            }
-        )
+        row = {"server": server, "start_s": round(start - begin, 6)}
+        try:
+            fetch_one(server, port, size, buf)
+            row["fct_us"] = round((time.monotonic() - start) * 1e6, 1)
+        except OSError as e:
+            row["error"] = str(e) or type(e).__name__
+            # A server that is down refuses at once: do not spin on it.
+            time.sleep(0.01)
+        objects.append(row)
     return {"size": size, "objects": objects}
 
 

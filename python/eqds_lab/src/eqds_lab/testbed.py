@@ -100,6 +100,8 @@ class Bed:
         """Starts `cmd` in host `index`'s namespace and waits until something listens
         on TCP `port` there; `kill_servers` stops it."""
         ns = self.host(index)["netns"]
+        # The program, past any `chrt -f N` in front of it.
+        name = cmd[3] if cmd[0] == "chrt" and len(cmd) > 3 else cmd[0]
         self.servers.append(
             subprocess.Popen(
                 ["ip", "netns", "exec", ns, *cmd],
@@ -112,9 +114,9 @@ class Bed:
             listening = run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"])
             if listening.stdout.strip():
                 return
-            assert self.servers[-1].poll() is None, f"{cmd[0]} on {ns}:{port} exited"
+            assert self.servers[-1].poll() is None, f"{name} on {ns}:{port} exited"
             time.sleep(0.05)
-        raise AssertionError(f"{cmd[0]} on {ns} not listening on {port} after 10 s")
+        raise AssertionError(f"{name} on {ns} not listening on {port} after 10 s")
 
     def iperf3_client(
         self,
