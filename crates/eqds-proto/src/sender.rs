@@ -64,6 +64,21 @@
 //! (`eqds-sim` with `[eqds] enabled`, `eqdsd`'s TUN); native writers, which queue
 //! all they have, keep a few packets.
 //!
+//! # Thin streams
+//!
+//! A stream of small packets further apart than its round trip (TCP's ACKs at a low
+//! rate) finds its tunnel idle at every packet, its credit stale, and, if the
+//! receiver is busy receiving, an RTS due each time; each RTS costs that receiver a
+//! PULL, an MTU-time of its link, for a packet of a few dozen bytes. With
+//! [`SenderConfig::thin_stream_credit`] such a restart may spend up to one MTU of
+//! the credit held, however stale, on that one small packet (at most half an MTU);
+//! the rest of that MTU is set aside (`spare`) for the next one. Set-aside credit
+//! counts against the lookahead and the window in the pull target, so the thin
+//! stream asks for a PULL only when it runs out, and is never spent by packets
+//! queued behind, so it cannot burst. On the namespace testbed it took a host that
+//! serves while it downloads from 295 to 202 ms per 1 MB download
+//! (`experiments/eqdsd-fct`).
+//!
 //! # Starting and restarting
 //!
 //! A tunnel (re)starts when data arrives while it has no backlog and expects no more
@@ -333,6 +348,7 @@ impl<P: Clone> Sender<P> {
         let t = &mut self.tunnels[idx];
         t.window = window;
         t.credit = t.credit.min(i64::from(window));
+        t.spare = t.spare.min(i64::from(window) - t.credit);
     }
 
     /// The index of the tunnel to `dst`, created CLOSED if there is none.
@@ -430,14 +446,28 @@ impl<P: Clone> Sender<P> {
                 let idle = now >= t.busy_until;
                 let srtt = t.rtt.srtt().unwrap_or(0);
                 let warm = idle && now.saturating_sub(t.quiet_since) <= srtt;
-                if free >= charged && idle {
+                let charged = i64::from(charged);
+                let mtu = i64::from(cfg.mtu);
+                // Thin streams (`thin_stream_credit`): what is held, capped at one
+                // MTU, may pay for this small packet alone; the rest is set aside.
+                let thin = (t.credit + t.spare).min(mtu);
+                if warm {
+                    t.credit += std::mem::take(&mut t.spare);
+                }
+                if i64::from(free) >= charged && idle {
                     t.credit = i64::from(free);
+                    t.spare = 0;
                     t.stats.free_credit_bytes += u64::from(free);
                     t.stats.bursts += 1;
-                } else if warm && t.credit >= i64::from(charged) {
+                } else if warm && t.credit >= charged {
                     t.stats.warm_restarts += 1;
+                } else if cfg.thin_stream_credit && 2 * charged <= mtu && thin >= charged {
+                    t.credit = charged;
+                    t.spare = thin - charged;
+                    t.stats.thin_restarts += 1;
                 } else {
                     t.credit = 0;
+                    t.spare = 0;
                     t.rts_pending = true;
                 }
             } else if t.credit < i64::from(charged) {
@@ -494,7 +524,7 @@ impl<P: Clone> Sender<P> {
         let gained = seq_diff(header.pull_no, t.highest_pull);
         if gained > 0 {
             t.highest_pull = header.pull_no;
-            let window = i64::from(t.window);
+            let window = i64::from(t.window) - t.spare;
             let credit = t.credit + i64::from(gained) * i64::from(cfg.mtu);
             if credit > window {
                 t.stats.credit_clamped_bytes += (credit - window) as u64;

@@ -77,6 +77,10 @@ struct InterfaceSection {
     priority: u8,
 }
 
+fn default_thin_stream_credit() -> bool {
+    true
+}
+
 fn default_weight() -> u32 {
     1
 }
@@ -135,6 +139,8 @@ struct EqdsSection {
     window: u32,
     initial_window: Option<u32>,
     demand_lookahead: Option<u32>,
+    #[serde(default = "default_thin_stream_credit")]
+    thin_stream_credit: bool,
     #[serde(default)]
     acks_first: bool,
     #[serde(default)]
@@ -369,6 +375,9 @@ pub struct Config {
     /// Credit a tunnel asks for beyond its backlog while packets are in flight, in
     /// packets (`SenderConfig::demand_lookahead`).
     pub demand_lookahead_packets: u32,
+    /// A small packet restarting an idle tunnel may spend up to one MTU of stale
+    /// credit rather than send an RTS (`SenderConfig::thin_stream_credit`).
+    pub thin_stream_credit: bool,
     /// Pure TCP ACKs join their tunnel's send queue ahead of waiting data.
     pub acks_first: bool,
     /// Keep per-path statistics in every tunnel and export them as metrics.
@@ -721,6 +730,7 @@ impl Config {
             // The TUN carries kernel TCP, whose ACK clock turns each packet in flight
             // into one to send: by default a tunnel asks for its whole window.
             demand_lookahead_packets: e.demand_lookahead.unwrap_or(e.window),
+            thin_stream_credit: e.thin_stream_credit,
             acks_first: e.acks_first,
             path_stats: e.path_stats,
             path_avoidance_us: e.path_avoidance_us,

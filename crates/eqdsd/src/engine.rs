@@ -175,6 +175,7 @@ impl Engine {
             initial_window: config.initial_window_packets.map(|p| p * charged_mtu),
             demand_lookahead: config.demand_lookahead_packets * charged_mtu,
             send_queue_packets: usize::MAX,
+            thin_stream_credit: config.thin_stream_credit,
             send_queue_bytes,
             rto: config.rto_us * PS_PER_US,
             credit_loss_timeout: config.rto_us * PS_PER_US,

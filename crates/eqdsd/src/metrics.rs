@@ -72,7 +72,7 @@ pub fn render(engine: &Engine, out: &mut String) {
     // reorder depth. One line per metric per peer and EQIF, labelled by the peer's
     // endpoint, and the native EQIF's also by `eqif="native"`.
     type Getter = fn(&Engine, Tunnel) -> Option<i128>;
-    let tunnel_metrics: [(&str, &str, &str, Getter); 17] = [
+    let tunnel_metrics: [(&str, &str, &str, Getter); 18] = [
         (
             "tx_send_queue_bytes",
             "gauge",
@@ -150,6 +150,12 @@ pub fn render(engine: &Engine, out: &mut String) {
             "counter",
             "Idle restarts paid for by credit held from the last round trip, not an RTS",
             |e, t| t.tx(e).map(|s| s.warm_restarts.into()),
+        ),
+        (
+            "tx_thin_restarts_total",
+            "counter",
+            "Idle restarts of a small packet paid for by at most an MTU of stale credit, not an RTS",
+            |e, t| t.tx(e).map(|s| s.thin_restarts.into()),
         ),
         (
             "tx_epochs_total",

@@ -92,6 +92,11 @@ pub struct SenderConfig {
     /// RED on each tunnel's send queue for ECN-capable packets
     /// ([`super::Sender::mark_ce`], item 44). Default `None`: no marking.
     pub ecn: Option<Red>,
+    /// Let a small packet (at most half an MTU) that restarts an idle tunnel spend
+    /// up to one MTU of credit however stale, even into a busy receiver, one packet
+    /// per restart (see the `sender` module doc, "Thin streams"). Default false:
+    /// such a restart sends an RTS, as any other does.
+    pub thin_stream_credit: bool,
 }
 
 impl SenderConfig {
@@ -127,6 +132,7 @@ impl Default for SenderConfig {
             path_avoidance: 0,
             loss_reorder_window: 0,
             ecn: None,
+            thin_stream_credit: false,
         }
     }
 }

@@ -34,6 +34,9 @@ pub struct TunnelStats {
     /// Idle restarts that spent credit still held from a round trip ago instead of
     /// asking with an RTS (Q6).
     pub warm_restarts: u64,
+    /// Idle restarts of a small packet paid for by stale credit of at most one MTU
+    /// (`SenderConfig::thin_stream_credit`) instead of an RTS.
+    pub thin_restarts: u64,
     /// RTS packets sent (starts in RTS mode, busy-time rule, credit-loss recovery).
     pub rts_sent: u64,
     /// Credit-loss recoveries started (item 27).

@@ -97,6 +97,10 @@ pub(super) struct Tunnel<P> {
     pub(super) counted_in_flight: u64,
     /// Unspent credit in bytes (item 12).
     pub(super) credit: i64,
+    /// Stale credit, at most one MTU, set aside for the next small packet that
+    /// restarts the tunnel (`SenderConfig::thin_stream_credit`). It counts as held
+    /// for the pull target and the window, and is never spent in a burst.
+    pub(super) spare: i64,
     /// The credit window W in bytes: `SenderConfig::window` unless
     /// [`Sender::set_window`](super::Sender::set_window) gave this destination its
     /// own.
@@ -148,6 +152,7 @@ impl<P> Tunnel<P> {
             in_flight_bytes: 0,
             counted_in_flight: 0,
             credit: 0,
+            spare: 0,
             window: cfg.window,
             highest_pull: 0,
             last_target: 0,
@@ -171,6 +176,7 @@ impl<P> Tunnel<P> {
                 free_credit_bytes: 0,
                 bursts: 0,
                 warm_restarts: 0,
+                thin_restarts: 0,
                 rts_sent: 0,
                 credit_loss_rts: 0,
                 bytes_sent: 0,
@@ -316,6 +322,7 @@ impl<P> Tunnel<P> {
                 TxAction::Process => process = true,
                 TxAction::FreeState => {
                     self.credit = 0;
+                    self.spare = 0;
                     self.rts_pending = false;
                 }
                 TxAction::SetSyn | TxAction::StopSyn | TxAction::Ignore => {}
@@ -397,7 +404,12 @@ impl<P> Tunnel<P> {
     /// caps the backlog rather than the difference, and for the lookahead.
     pub(super) fn pull_target(&self, cfg: &SenderConfig) -> u32 {
         let lookahead = self.in_flight_bytes.min(u64::from(cfg.demand_lookahead));
-        let demand = (self.backlog() + lookahead).min(u64::from(self.window));
+        // Credit set aside for a thin stream's next packet pays for what the
+        // lookahead expects to come, not for what waits: only a restart spends it.
+        // Held all the same, it counts towards the window.
+        let spare = self.spare.unsigned_abs();
+        let lookahead = lookahead.saturating_sub(spare);
+        let demand = (self.backlog() + lookahead).min(u64::from(self.window).saturating_sub(spare));
         let wanted = demand as i64 - self.credit;
         let pulls = if wanted > 0 {
             (wanted as u64).div_ceil(u64::from(cfg.mtu))
@@ -421,7 +433,7 @@ impl<P> Tunnel<P> {
         TunnelStats {
             srtt: self.rtt.srtt().unwrap_or(0),
             rto: self.rtt.rto(min_rto),
-            credit: self.credit,
+            credit: self.credit + self.spare,
             highest_pull: self.highest_pull,
             last_pull_target: self.last_target,
             send_queue_bytes: self.send_bytes,

@@ -30,6 +30,7 @@ fn config(sender_id: u16) -> SenderConfig {
         path_avoidance: 0,
         loss_reorder_window: 0,
         ecn: None,
+        thin_stream_credit: false,
     }
 }
 

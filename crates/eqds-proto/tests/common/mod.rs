@@ -103,7 +103,7 @@ pub fn chaos(max_loss: u32, max_trim: u32) -> impl proptest::strategy::Strategy<
 /// so that the harnesses cover spraying with and without path avoidance. Bits 3-4 of
 /// `seed` choose the loss reorder window: off, or one or four one-way delays, which
 /// the data jitter (up to four) and the receivers' deferred ACKs often exceed, so
-/// that packets merely late are resent too.
+/// that packets merely late are resent too. Bit 2 turns on `thin_stream_credit`.
 pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderConfig {
     SenderConfig {
         mode,
@@ -129,6 +129,7 @@ pub fn sender_config(mode: Mode, id: u16, lookahead: u32, seed: u64) -> SenderCo
             _ => 0,
         },
         ecn: None,
+        thin_stream_credit: (seed >> 2) & 1 == 1,
     }
 }
 

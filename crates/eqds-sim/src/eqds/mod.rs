@@ -327,6 +327,10 @@ impl EqdsLayer {
                     path_avoidance: settings.path_avoidance,
                     loss_reorder_window: settings.loss_reorder_window,
                     ecn: Some(settings.ecn),
+                    // Not a scenario key (yet): at the simulated rates TCP's ACKs come
+                    // closer together than a round trip, so thin-stream restarts do not
+                    // arise, and runs stay as they were.
+                    thin_stream_credit: false,
                 }),
                 rx: ReceivingEqif::new(ReceivingEqifConfig {
                     credit: ReceiverConfig {

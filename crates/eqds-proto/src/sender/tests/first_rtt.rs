@@ -304,3 +304,68 @@ fn packets_written_one_by_one_past_the_window_ask_with_an_rts() {
     assert_eq!(kinds[(W / MTU) as usize], DataKind::Rts);
     assert_eq!(sent.last().unwrap().header.pull_target, 1);
 }
+
+/// An RTS-mode tunnel with `thin_stream_credit` and a lookahead of one MTU: one
+/// full packet sent and its PULLs in (one MTU of credit held after it), then an
+/// ACK at 1000 that leaves it idle and tells it the receiver is busy for 1 ms.
+fn thin_stream_tunnel() -> Sender<u32> {
+    let mut s = Sender::new(SenderConfig {
+        demand_lookahead: MTU,
+        thin_stream_credit: true,
+        ..config(Mode::Rts)
+    });
+    s.open_tunnel(1, 0);
+    s.enqueue(0, 1, FULL, 0).unwrap();
+    drain(&mut s, 0);
+    s.handle_control(0, 1, &pull(1));
+    drain(&mut s, 0);
+    s.handle_control(0, 1, &pull(2));
+    s.handle_control(1_000, 1, &control(ControlKind::Ack, 0, 2, 1_000));
+    assert_eq!(s.tunnel(1).unwrap().credit, i64::from(MTU));
+    s
+}
+
+#[test]
+fn a_thin_stream_into_a_busy_receiver_spends_held_credit_not_an_rts_per_packet() {
+    let mut s = thin_stream_tunnel();
+    // Small packets (a TCP ACK each) long after the last control packet, each on
+    // an idle tunnel: each goes on the MTU held, none asks for more.
+    let small = MTU / 5;
+    for (i, at) in [10_000_000, 20_000_000, 30_000_000].into_iter().enumerate() {
+        s.enqueue(at, 1, small - OVERHEAD, 1 + i as u32).unwrap();
+        let tx = drain(&mut s, at);
+        assert_eq!(tx.len(), 1);
+        assert_eq!(tx[0].header.kind, DataKind::Data, "packet {i}: no RTS");
+        assert_eq!(tx[0].header.pull_target, 2, "packet {i}: no PULL asked for");
+        let seq = tx[0].header.seq;
+        s.handle_control(at + 1_000, 1, &control(ControlKind::Ack, seq, 2, 1_000));
+    }
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.thin_restarts, st.rts_sent), (3, 1));
+    assert_eq!(
+        st.credit,
+        i64::from(MTU - 3 * small),
+        "what is held, set aside"
+    );
+}
+
+#[test]
+fn a_full_packet_or_a_batch_of_small_ones_gets_no_thin_credit_burst() {
+    // A full packet restarting the tunnel asks with an RTS, as without the option.
+    let mut s = thin_stream_tunnel();
+    s.enqueue(10_000_000, 1, FULL, 1).unwrap();
+    let tx = drain(&mut s, 10_000_000);
+    assert_eq!(tx[0].header.kind, DataKind::Rts);
+    // Three small packets at once: the first goes on what is held, the rest wait
+    // for the PULLs its target asks for, rather than bursting the stale credit.
+    let mut s = thin_stream_tunnel();
+    let small = MTU / 5 - OVERHEAD;
+    for i in 0..3 {
+        s.enqueue(10_000_000, 1, small, 1 + i).unwrap();
+    }
+    let tx = drain(&mut s, 10_000_000);
+    assert_eq!(tx.len(), 1);
+    assert_eq!(tx[0].header.kind, DataKind::Data);
+    assert_eq!(tx[0].header.pull_target, 3, "one PULL for the two waiting");
+    assert_eq!(s.tunnel(1).unwrap().thin_restarts, 1);
+}

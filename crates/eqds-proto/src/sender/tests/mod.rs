@@ -42,6 +42,7 @@ fn config(mode: Mode) -> SenderConfig {
         path_avoidance: 0,
         loss_reorder_window: 0,
         ecn: None,
+        thin_stream_credit: false,
     }
 }
 
