@@ -462,8 +462,12 @@ def test_two_paths_carry_one_tcp_flow_beyond_one_path(testbed: Bed, daemons: Dae
     mbps = max(runs)
     moved = {r: tx_bytes(f"{testbed.prefix}-{r}", "right") - before[r] for r in ("r1", "r2")}
     total = sum(moved.values())
+    # The 31 ephemeral source ports (and the listen port) hash onto the routers at
+    # random, so a router's share of the paths is binomial: 0.5 +- 0.09. CI once saw
+    # 0.28 (9 of 32 paths); below 0.2 (6 or fewer) has odds of about 1 in 3,700 per
+    # router. Over one path, as without eqdsd, one router carries it all.
     for router, nbytes in moved.items():
-        assert nbytes > 0.3 * total, f"{router} carried {nbytes} of {total} bytes: {moved}"
+        assert nbytes > 0.2 * total, f"{router} carried {nbytes} of {total} bytes: {moved}"
     assert mbps >= 1.1 * plain, f"{runs} Mbit/s over two 100 Mbit/s paths (plain {plain:.1f})"
     # Per-path statistics (eqds.path_stats): the sending tunnel used every path id, and
     # with the flow over, every transmission on each path has an outcome (ACKed, trimmed
