@@ -140,14 +140,55 @@
 //! payloads. The receiver keeps its cumulative pull number, so the re-created tunnel
 //! takes the pull number of the first control packet it hears as its baseline, without
 //! credit, rather than comparing against a count it forgot.
+//!
+//! # Pull numbers across restarts
+//!
+//! Pull numbers count PULLs per (receiver, sender) pair for as long as the receiver
+//! keeps that pair's credit state, across epochs, while either end may lose its state
+//! at any time (Appendix A). Two rules keep a tunnel following the count of the
+//! receiver it is talking to, so that a restart on either side costs a round trip or
+//! two rather than the tunnel's history:
+//!
+//! - **Far beyond our targets.** A receiver pulls only up to the highest target it
+//!   has seen, and this tunnel's targets never exceed `last_target`. A pull number
+//!   more than a window past it counts PULLs someone else asked for: this sender's
+//!   previous incarnation, or a tunnel it dropped. It becomes the baseline, without
+//!   credit, and the stalled-tunnel rule asks with an RTS at once. Credited, clamped
+//!   to the window as before, it would burst a window into a receiver that paced
+//!   none of it. (A smaller overshoot is credited, clamped: it is bounded by the
+//!   window either way.)
+//! - **Far behind, with evidence.** A restarted receiver counts from zero again, so
+//!   its numbers lie behind ours, by as many PULLs as the tunnel ever received; taken
+//!   for stale packets they would be ignored until they caught up (20-35 s on the
+//!   namespace testbed after a few hundred thousand PULLs). Behind is also what an
+//!   overtaken control packet looks like, so a number is taken for a new count only
+//!   when it is more than a window behind, further than reordering among one
+//!   receiver's packets reaches in practice, and only on a packet a restarted
+//!   receiver sends first: an RST, which answers our data when it has no tunnel
+//!   state, or a SYN-ACK of our current epoch when that epoch is not the tunnel's
+//!   first (the tunnel was restarting anyway, say after its retransmissions timed
+//!   out while the receiver was down, so all it sends carries SYN, which a fresh
+//!   receiver accepts without an RST). A first epoch's count is too young to stall
+//!   on, and its initial window's SYN-ACKs, overtaken by PULLs, would look like it.
+//!   For one retransmit timeout afterwards, numbers within a window of the old
+//!   count are taken for the old incarnation's packets still in flight and ignored
+//!   (by the first rule they would move the baseline back); after it, they mean
+//!   the old count is alive (the evidence was an overtaken packet), and the tunnel
+//!   goes back to it.
+//!
+//! A rebase never grants credit; a wrong one costs the credit of the PULLs until the
+//! tunnel is back on the right count (at most a retransmit timeout).
+//! `tests/restart.rs` replaces a receiver mid-transfer, with its packets still in
+//! flight, after histories of up to thousands of PULLs: the senders finish within a
+//! few round trips of the same run without the restart.
 
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 use crate::paths::PathStats;
 use crate::time::{Time, PS_PER_NS};
-use crate::tunnel::{TxEvent, TxState, TxTunnel};
-use crate::wire::{epoch_of, seq_diff, seq_le, seq_lt, ControlHeader, ControlKind, DataHeader};
+use crate::tunnel::{epoch_order, EpochOrder, TxEvent, TxState, TxTunnel};
+use crate::wire::{epoch_of, seq_le, seq_lt, ControlHeader, ControlKind, DataHeader};
 
 mod acks;
 mod config;
@@ -511,26 +552,24 @@ impl<P: Clone> Sender<P> {
         t.quiet_since = now;
         t.busy_until = now + Time::from(header.busy_time_ns) * PS_PER_NS;
 
-        if t.pull_unsynced {
-            // Re-created by `drop_tunnel`: the receiver's count goes on from where it
-            // was; take it as the baseline.
-            t.pull_unsynced = false;
-            t.highest_pull = header.pull_no;
-            // Targets sent before this counted from our own zero; the receiver saw
-            // them as behind its count. Nothing is owed beyond it.
-            t.last_target = header.pull_no;
-        }
-        // Every control type carries the cumulative pull number (Q3).
-        let gained = seq_diff(header.pull_no, t.highest_pull);
-        if gained > 0 {
-            t.highest_pull = header.pull_no;
-            let window = i64::from(t.window) - t.spare;
-            let credit = t.credit + i64::from(gained) * i64::from(cfg.mtu);
-            if credit > window {
-                t.stats.credit_clamped_bytes += (credit - window) as u64;
+        // Every control type carries the cumulative pull number (Q3). A restarted
+        // receiver shows itself by an RST or, to a tunnel that was restarting
+        // anyway, by a SYN-ACK of our epoch: both carry its fresh count.
+        let recount = match header.kind {
+            ControlKind::Rst => !(seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some()),
+            // Not in a tunnel's first epoch: its count is too young to stall on,
+            // and its initial window's SYN-ACKs, overtaken by PULLs, would look
+            // like one.
+            ControlKind::Ack | ControlKind::Nack => {
+                header.syn
+                    && t.stats.epochs > 1
+                    && t.fsm.epoch().is_some_and(|e| {
+                        epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
+                    })
             }
-            t.credit = credit.min(window);
-        }
+            ControlKind::Pull => false,
+        };
+        t.hear_pull_number(now, header.pull_no, recount, cfg.mtu, t.rtt.rto(cfg.rto));
 
         // Appendix A: SYN-ACKs, SYN-NACKs and RSTs go through the state machine first.
         let process = match header.kind {

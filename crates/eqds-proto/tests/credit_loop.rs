@@ -308,8 +308,13 @@ impl World {
             };
             check_no_credit_from_nothing(self.p.mode, &st);
             check_path_stats(self.senders[i].path_stats(RX).unwrap_or_default());
-            // Nobody drops state here, so the first epoch is the only one.
+            // Nobody drops state here, so the first epoch is the only one, and the
+            // receiver's count the only one the sender ever follows.
             assert_eq!(st.epochs, 1, "re-established without a state drop");
+            assert_eq!(
+                st.pull_rebases, 0,
+                "pull count rebased without a restart: {st:?}"
+            );
             let rs = self.rx.credit().sender(i as PeerId);
             let (pulls_sent, target) = rs.map_or((0, 0), |r| (r.pulls_sent, r.pull_target));
             let pulls_in_flight = seq_diff(pulls_sent, st.highest_pull);
@@ -342,7 +347,7 @@ impl World {
 }
 
 fn check_no_credit_from_nothing(mode: Mode, st: &TunnelStats) {
-    let pulled = u64::from(st.highest_pull) * u64::from(MTU);
+    let pulled = st.pulls_credited * u64::from(MTU);
     assert!(
         st.bytes_sent <= st.free_credit_bytes + pulled,
         "sent without credit: {st:?}"

@@ -53,6 +53,17 @@ pub struct TunnelStats {
     /// Credit refused because it would have exceeded W: a faulty or hostile receiver
     /// (a correct one never causes it).
     pub credit_clamped_bytes: u64,
+    /// Times the tunnel took a control packet's pull number as a new baseline
+    /// rather than as credit: the receiver's count was not the one this tunnel
+    /// followed (a restarted receiver, or a receiver still counting for a tunnel
+    /// this sender forgot). See `Tunnel::hear_pull_number`.
+    pub pull_rebases: u64,
+    /// PULLs credited: the sum of every rise of the pull number that became credit
+    /// (rebases excluded). Bytes sent never exceed these MTUs plus the free credit.
+    pub pulls_credited: u64,
+    /// Pull numbers ignored as a restarted receiver's previous incarnation's, still
+    /// in flight when the tunnel moved to the new count.
+    pub stale_pulls: u64,
     /// Epochs started (the first one included).
     pub epochs: u64,
     /// Packets renumbered into a new epoch by a re-establishment.

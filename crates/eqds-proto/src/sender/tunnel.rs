@@ -12,7 +12,7 @@ use crate::paths::{PathStats, PathTable};
 use crate::rtt::RttEstimator;
 use crate::time::Time;
 use crate::tunnel::{Actions, TxAction, TxTunnel};
-use crate::wire::{seq_lt, EPOCH_BLOCK};
+use crate::wire::{seq_diff, seq_lt, EPOCH_BLOCK};
 
 /// The longest a stalled tunnel waits on its receiver's busy time before asking
 /// again, in credit-loss timeouts (`credit_loss_deadline`): rounds of PULLs up to
@@ -129,6 +129,10 @@ pub(super) struct Tunnel<P> {
     /// Re-created by [`Sender::drop_tunnel`](super::Sender::drop_tunnel): the next
     /// control packet's pull number is the baseline, not credit.
     pub(super) pull_unsynced: bool,
+    /// A pull count given up for a restarted receiver's (its last number), and until
+    /// when numbers near it are taken for the old incarnation's packets still in
+    /// flight rather than for a count alive again.
+    pub(super) forsaken: Option<(u32, Time)>,
     pub(super) stats: TunnelStats,
 }
 
@@ -139,6 +143,7 @@ impl<P> Tunnel<P> {
             fsm,
             isn: first_seq & !(EPOCH_BLOCK - 1),
             pull_unsynced: false,
+            forsaken: None,
             next_seq: first_seq,
             send_queue: VecDeque::new(),
             ahead: 0,
@@ -184,6 +189,9 @@ impl<P> Tunnel<P> {
                 rto_expiries: 0,
                 reorder_losses: 0,
                 credit_clamped_bytes: 0,
+                pull_rebases: 0,
+                pulls_credited: 0,
+                stale_pulls: 0,
                 epochs: 0,
                 renumbered: 0,
                 stale_rsts: 0,
@@ -191,6 +199,81 @@ impl<P> Tunnel<P> {
                 stray_packets: 0,
             },
         }
+    }
+
+    /// Takes the cumulative pull number every control packet carries (item 13, Q3):
+    /// credit for the PULLs it reveals, or a new baseline when the number cannot be
+    /// part of the count this tunnel follows (see "Pull numbers across restarts" in
+    /// the `sender` module documentation). `recount` says the packet is evidence
+    /// that the receiver may have started counting afresh: an RST, or a SYN-ACK of
+    /// our current epoch. `quarantine` is how long numbers of a count given up may
+    /// still arrive: the tunnel's retransmit timeout.
+    pub(super) fn hear_pull_number(
+        &mut self,
+        now: Time,
+        pull_no: u32,
+        recount: bool,
+        mtu: u32,
+        quarantine: Time,
+    ) {
+        if self.pull_unsynced {
+            // Re-created by `drop_tunnel`: the receiver's count goes on from where it
+            // was; targets sent before this counted from our own zero, so nothing is
+            // owed beyond it.
+            self.pull_unsynced = false;
+            self.rebase_pulls(pull_no);
+            return;
+        }
+        let window_pulls = self.window.div_ceil(mtu) as i32;
+        if let Some((old, until)) = self.forsaken {
+            if seq_diff(pull_no, old).abs() <= window_pulls {
+                if now < until {
+                    // The previous incarnation's, still on its way.
+                    self.stats.stale_pulls += 1;
+                } else {
+                    // The count we gave up is alive after all: the evidence that
+                    // moved us off it was an overtaken packet.
+                    self.rebase_pulls(pull_no);
+                }
+                return;
+            }
+        }
+        let gained = seq_diff(pull_no, self.highest_pull);
+        if gained > 0 && seq_diff(pull_no, self.last_target) <= window_pulls {
+            self.highest_pull = pull_no;
+            self.stats.pulls_credited += gained as u64;
+            let window = i64::from(self.window) - self.spare;
+            let credit = self.credit + i64::from(gained) * i64::from(mtu);
+            if credit > window {
+                self.stats.credit_clamped_bytes += (credit - window) as u64;
+            }
+            self.credit = credit.min(window);
+        } else if gained > 0 {
+            // More than a window past every target we sent: a receiver counts PULLs
+            // only up to the targets it has seen, so this count is mostly PULLs
+            // someone else asked for (our previous incarnation, or a tunnel we
+            // forgot). Crediting it would burst a window the receiver never paced.
+            self.rebase_pulls(pull_no);
+        } else if recount && gained < -window_pulls {
+            // More than a window behind, on a packet a restarted receiver sends
+            // first: its count started again from zero. Waiting for it to pass ours
+            // would stall the tunnel for as many PULLs as it ever received. Numbers
+            // near the old count are the old incarnation's for a while.
+            let old = self.highest_pull;
+            self.rebase_pulls(pull_no);
+            self.forsaken = Some((old, now.saturating_add(quarantine)));
+        }
+        // Otherwise behind: a control packet overtaken by later ones. Nothing new.
+    }
+
+    /// Follows the receiver's count from `pull_no` on, without credit for it.
+    fn rebase_pulls(&mut self, pull_no: u32) {
+        if pull_no != self.highest_pull {
+            self.stats.pull_rebases += 1;
+        }
+        self.highest_pull = pull_no;
+        self.last_target = pull_no;
+        self.forsaken = None;
     }
 
     /// Bytes still to be sent: send queue plus retransmit queue (Q6).

@@ -170,8 +170,78 @@ fn control_for_another_sender_id_or_peer_is_ignored() {
 fn credit_beyond_the_window_is_refused() {
     let mut s = loaded(Mode::Rts, 2);
     drain(&mut s, 0);
-    s.handle_control(1, 1, &pull(10));
+    // Target 2; PULL 6 grants 6 MTUs, a window more than was asked for.
+    s.handle_control(1, 1, &pull(6));
     let st = s.tunnel(1).unwrap();
     assert_eq!(st.credit, i64::from(W));
-    assert_eq!(st.credit_clamped_bytes, u64::from(6 * MTU));
+    assert_eq!(st.credit_clamped_bytes, u64::from(2 * MTU));
+}
+
+/// A sender that restarted (a fresh tunnel) talking to a receiver that kept counting
+/// for its previous incarnation: sender.rs, "Pull numbers across restarts".
+fn following_a_long_count(mode: Mode) -> Sender<u32> {
+    let mut s = loaded(mode, 6);
+    let first = drain(&mut s, 0);
+    assert!(first[0].header.pull_target <= 4);
+    // The receiver's count for us is 1000: far past any target we sent. It is the
+    // baseline, not credit (crediting it would burst a window nobody paced).
+    s.handle_control(1, 1, &pull(1000));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.pull_rebases), (1000, 1));
+    assert_eq!(st.pulls_credited, 0);
+    s
+}
+
+#[test]
+fn a_pull_number_far_past_every_target_is_a_baseline_not_credit() {
+    let mut s = following_a_long_count(Mode::Rts);
+    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    // Stalled on the new count: an RTS asks at once, in its numbers.
+    let rts = drain(&mut s, 1);
+    assert_eq!(rts.len(), 1);
+    assert_eq!(rts[0].header.kind, DataKind::Rts);
+    assert_eq!(rts[0].header.pull_target, 1004);
+    s.handle_control(2, 1, &pull(1002));
+    assert_eq!(drain(&mut s, 2).len(), 2);
+    assert_eq!(s.tunnel(1).unwrap().pulls_credited, 2);
+}
+
+#[test]
+fn an_rst_far_behind_moves_to_the_restarted_receivers_count() {
+    let mut s = following_a_long_count(Mode::Rts);
+    drain(&mut s, 1);
+    s.handle_control(2, 1, &pull(1002));
+    let sent = drain(&mut s, 2);
+    assert_eq!(sent.len(), 2);
+    // The receiver restarts and answers our data with an RST: its count is 3.
+    let rst = control(ControlKind::Rst, sent[0].header.seq, 3, 0);
+    s.handle_control(3, 1, &rst);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.pull_rebases, st.epochs), (3, 2, 2));
+    // Its PULLs are credit again, one MTU each.
+    drain(&mut s, 3);
+    s.handle_control(4, 1, &pull(4));
+    assert_eq!(s.tunnel(1).unwrap().pulls_credited, 3);
+    // A PULL of the old incarnation, still on its way, changes nothing...
+    s.handle_control(5, 1, &pull(1003));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.stale_pulls, st.pull_rebases), (4, 1, 2));
+    // ...but one a retransmit timeout later means the old count is alive: the RST
+    // was stale, and the tunnel goes back to it.
+    s.handle_control(100 * RTO, 1, &pull(1004));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.pull_rebases), (1004, 3));
+}
+
+#[test]
+fn a_pull_far_behind_is_an_overtaken_packet_without_evidence_of_a_restart() {
+    let mut s = following_a_long_count(Mode::Ndp);
+    // A plain PULL or ACK far behind: overtaken, not a restart.
+    s.handle_control(2, 1, &pull(3));
+    s.handle_control(2, 1, &control(ControlKind::Ack, 0, 3, 0));
+    // Nor a SYN-ACK in the tunnel's first epoch: its initial window's SYN-ACKs may
+    // be overtaken by PULLs.
+    s.handle_control(2, 1, &syn_ack(ControlKind::Ack, 0, 3));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.pull_rebases, st.epochs), (1000, 1, 1));
 }

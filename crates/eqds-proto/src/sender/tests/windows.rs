@@ -27,7 +27,7 @@ fn a_destination_with_its_own_window_bursts_asks_and_holds_only_that() {
     assert_eq!(last_target(1), 2, "backlog 2 packets, within W");
     assert_eq!(last_target(2), 2, "backlog 4 packets, capped at 2");
     // Credit from many PULLs is clamped at the tunnel's window.
-    s.handle_control(1, 2, &pull(10));
+    s.handle_control(1, 2, &pull(4));
     assert_eq!(s.tunnel(2).unwrap().credit, i64::from(2 * MTU));
     // Shrinking an existing tunnel's window gives up credit beyond it.
     s.set_window(2, MTU);
