@@ -219,6 +219,17 @@ enum Cut {
     Evicted,
 }
 
+impl Cut {
+    /// The `reason` label of `eqdsd_metrics_connections_cut_total`.
+    fn label(self) -> &'static str {
+        match self {
+            Cut::Deadline => "deadline",
+            Cut::TooLarge => "too_large",
+            Cut::Evicted => "evicted",
+        }
+    }
+}
+
 struct Thread {
     poll: Poll,
     listener: TcpListener,
@@ -273,15 +284,20 @@ impl Thread {
         }
     }
 
-    /// The earliest of the connections' deadlines and the time a waiting request may
-    /// be made.
+    /// The earliest of the connections' deadlines and the time the next snapshot
+    /// request may be made (for a waiting client, once none is outstanding, or the
+    /// outstanding one is taken for lost).
     fn next_wakeup(&self) -> Option<Instant> {
         let deadlines = self
             .conns
             .iter()
             .flatten()
             .map(|c| c.accepted + self.limits.deadline);
-        let request = self.unrequested().then_some(self.next_request);
+        let request = match self.outstanding {
+            // The snapshot's arrival wakes the thread.
+            Some(at) => Some(at + self.limits.deadline),
+            None => self.unrequested().then_some(self.next_request),
+        };
         deadlines.chain(request).min()
     }
 
@@ -366,7 +382,7 @@ impl Thread {
             Cut::TooLarge => self.stats.too_large += 1,
             Cut::Evicted => self.stats.evicted += 1,
         }
-        debug!(peer = %conn.peer, reason = ?why, "metrics: connection cut off");
+        debug!(peer = %conn.peer, reason = why.label(), "metrics: connection cut off");
         if matches!(why, Cut::Deadline) && matches!(conn.phase, Phase::Reading) {
             // Best effort, never waiting: the client should know why.
             let _ = conn.stream.write(&status_only("408 Request Timeout"));
@@ -388,7 +404,8 @@ impl Thread {
             Ok(false) => self.close(conn),
             Err(Cut::TooLarge) => {
                 self.stats.too_large += 1;
-                debug!(peer = %conn.peer, "metrics: request too large");
+                let reason = Cut::TooLarge.label();
+                debug!(peer = %conn.peer, reason, "metrics: connection cut off");
                 conn.phase = Phase::Writing {
                     out: status_only("431 Request Header Fields Too Large"),
                     at: 0,
