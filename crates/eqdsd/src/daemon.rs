@@ -1,5 +1,7 @@
 //! The event loop: one thread, one epoll (through mio) over the tunnel socket, the TUN
-//! device, a nanosecond timer, the metrics listener and the termination signals.
+//! device, a nanosecond timer, the metrics thread's snapshot requests and the
+//! termination signals. The metrics endpoint itself runs on its own thread
+//! ([`metrics::server`]): the loop only copies its numbers out when asked.
 //!
 //! Each turn reads what is ready in bounded batches (so neither direction starves the
 //! other), runs the timers that are due, then flushes: datagrams with sendmmsg, inner
@@ -13,11 +15,12 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use mio::net::{TcpListener, UnixDatagram};
+use mio::net::UnixDatagram;
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook_mio::v1_0::Signals;
+use tracing::{info, warn};
 
 use eqds_proto::time::PS_PER_US;
 use eqds_proto::wire::path_id_of;
@@ -37,6 +40,7 @@ use crate::sys::{exact_timers, monotonic_ps, real_time_scheduled, Timer};
 const UDP: Token = Token(0);
 const TUN: Token = Token(1);
 const TIMER: Token = Token(2);
+/// The metrics thread asks for a snapshot (a `mio::Waker`).
 const METRICS: Token = Token(3);
 const SIGNALS: Token = Token(4);
 const NATIVE: Token = Token(5);
@@ -141,10 +145,10 @@ pub fn run(config: &Config) -> Result<()> {
     // PULL interval at 200 Mbit/s.
     exact_timers();
     if (config.busy_poll || config.poll_us > 0) && real_time_scheduled() {
-        eprintln!(
-            "eqdsd: warning: polling (tunnel.busy_poll or tunnel.poll_us) in a real-time \
-             scheduling class keeps ordinary tasks, the applications among them, off this \
-             core while it polls; run the daemon at ordinary priority to poll"
+        warn!(
+            "polling (tunnel.busy_poll or tunnel.poll_us) in a real-time scheduling class \
+             keeps ordinary tasks, the applications among them, off this core while it \
+             polls; run the daemon at ordinary priority to poll"
         );
     }
     let mut timer = Timer::new().context("timerfd")?;
@@ -156,12 +160,20 @@ pub fn run(config: &Config) -> Result<()> {
     registry.register(&mut SourceFd(&tun_fd), TUN, Interest::READABLE)?;
     let timer_fd = timer.as_raw_fd();
     registry.register(&mut SourceFd(&timer_fd), TIMER, Interest::READABLE)?;
-    let mut listener = match config.metrics {
+    // The metrics thread; dropped (stopped) when the loop returns.
+    let metrics_server = match config.metrics {
         Some(addr) => {
-            let mut l = TcpListener::bind(addr.into())
-                .with_context(|| format!("metrics listener on {addr}"))?;
-            registry.register(&mut l, METRICS, Interest::READABLE)?;
-            Some(l)
+            let listener = std::net::TcpListener::bind(addr)
+                .with_context(|| format!("metrics.listen: binding {addr}"))?;
+            let waker = Waker::new(registry, METRICS)?;
+            let request = move || {
+                // An eventfd write; it cannot block.
+                let _ = waker.wake();
+            };
+            Some(
+                metrics::server::spawn(listener, request, metrics::server::Limits::default())
+                    .context("starting the metrics thread")?,
+            )
         }
         None => None,
     };
@@ -174,8 +186,8 @@ pub fn run(config: &Config) -> Result<()> {
 
     let epoch = monotonic_ps();
     let mut engine = Engine::new(config, epoch ^ u64::from(std::process::id()));
-    eprintln!(
-        "eqdsd: {} up ({}{} inner MTU {}), tunnel on {} (source ports {:?}, UDP GSO {}, GRO {}), mode {:?}, link {} bit/s",
+    info!(
+        "{} up ({}{} inner MTU {}), tunnel on {} (source ports {:?}, UDP GSO {}, GRO {}), mode {:?}, link {} bit/s",
         tun.name(),
         config.address,
         config.address6.map(|a| format!(" {a}")).unwrap_or_default(),
@@ -198,7 +210,6 @@ pub fn run(config: &Config) -> Result<()> {
         next_path: 0,
         gro: TunGro::default(),
     };
-    let mut text = String::new();
     // With offloads a TUN read is up to 64 KB, cut into MTU-sized packets.
     let mut tun_read = vec![0u8; gso::VNET_HDR_LEN + 65_536];
     let inner_mtu = config.inner_mtu() as usize;
@@ -231,19 +242,14 @@ pub fn run(config: &Config) -> Result<()> {
                     }
                 }
                 METRICS => {
-                    if let Some(l) = listener.as_mut() {
-                        while let Ok((stream, _)) = l.accept() {
-                            metrics::render(&engine, &mut text);
-                            let std_stream = std::net::TcpStream::from(stream);
-                            // A failing scrape is the client's problem, not the daemon's.
-                            let _ = metrics::answer(std_stream, &text);
-                        }
+                    if let Some((_, publisher)) = &metrics_server {
+                        publisher.publish(metrics::Snapshot::take(&engine));
                     }
                 }
                 SIGNALS if signals.pending().next().is_some() => {
                     engine.close_all(monotonic_ps() - epoch);
                     out.flush(&sockets, &tun, &mut engine, native.as_mut());
-                    eprintln!("eqdsd: terminating; counters: {:?}", engine.counters());
+                    info!("terminating; counters: {:?}", engine.counters());
                     return Ok(());
                 }
                 _ => {}

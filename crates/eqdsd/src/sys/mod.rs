@@ -32,6 +32,24 @@ pub fn real_time_scheduled() -> bool {
     policy == libc::SCHED_FIFO || policy == libc::SCHED_RR
 }
 
+/// Moves the calling thread to the ordinary scheduling class at nice 10: for a helper
+/// thread (metrics) of a daemon that may run SCHED_FIFO, which must never take a core
+/// from the data path.
+pub fn background_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` outlives the call. Leaving a
+    // real-time class needs no privilege.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: on Linux, PRIO_PROCESS with who 0 sets the calling thread's nice value;
+    // raising it needs no privilege.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A timerfd on CLOCK_MONOTONIC, armed with absolute deadlines at nanosecond
 /// resolution (epoll's own timeout has only milliseconds; PULLs are paced in µs).
 #[derive(Debug)]
