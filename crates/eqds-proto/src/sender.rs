@@ -165,11 +165,13 @@
 //!   when it is more than a window behind, further than reordering among one
 //!   receiver's packets reaches in practice, and only on a packet a restarted
 //!   receiver sends first: an RST, which answers our data when it has no tunnel
-//!   state, or a SYN-ACK of our current epoch when that epoch is not the tunnel's
-//!   first (the tunnel was restarting anyway, say after its retransmissions timed
-//!   out while the receiver was down, so all it sends carries SYN, which a fresh
-//!   receiver accepts without an RST). A first epoch's count is too young to stall
-//!   on, and its initial window's SYN-ACKs, overtaken by PULLs, would look like it.
+//!   state, or anything while the tunnel is restarting (SYN-SENT in an epoch that
+//!   is not its first, or hearing that epoch's SYN-ACKs). A receiver that closes
+//!   its tunnels as it shuts down sends its RST before the restart, so the tunnel
+//!   is SYN-SENT by the time the new one answers, and everything it sends then
+//!   carries SYN, which a fresh receiver accepts without an RST; its RTSs are
+//!   answered by PULLs. A first epoch's count is too young to stall on, and its
+//!   initial window's SYN-ACKs, overtaken by PULLs, would look like a new count.
 //!   For one retransmit timeout afterwards, numbers within a window of the old
 //!   count are taken for the old incarnation's packets still in flight and ignored
 //!   (by the first rule they would move the baseline back); after it, they mean
@@ -553,22 +555,25 @@ impl<P: Clone> Sender<P> {
         t.busy_until = now + Time::from(header.busy_time_ns) * PS_PER_NS;
 
         // Every control type carries the cumulative pull number (Q3). A restarted
-        // receiver shows itself by an RST or, to a tunnel that was restarting
-        // anyway, by a SYN-ACK of our epoch: both carry its fresh count.
-        let recount = match header.kind {
-            ControlKind::Rst => !(seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some()),
-            // Not in a tunnel's first epoch: its count is too young to stall on,
-            // and its initial window's SYN-ACKs, overtaken by PULLs, would look
-            // like one.
-            ControlKind::Ack | ControlKind::Nack => {
-                header.syn
-                    && t.stats.epochs > 1
-                    && t.fsm.epoch().is_some_and(|e| {
-                        epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
-                    })
-            }
-            ControlKind::Pull => false,
-        };
+        // receiver shows itself by an RST, or by any answer while our tunnel is
+        // restarting (SYN-SENT in an epoch after its first, or still receiving the
+        // SYN-ACKs of such an epoch): all carry its fresh count.
+        let restarting = t.stats.epochs > 1 && t.fsm.syn();
+        let recount = restarting
+            || match header.kind {
+                ControlKind::Rst => !(seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some()),
+                // Not in a tunnel's first epoch: its count is too young to stall on,
+                // and its initial window's SYN-ACKs, overtaken by PULLs, would look
+                // like one.
+                ControlKind::Ack | ControlKind::Nack => {
+                    header.syn
+                        && t.stats.epochs > 1
+                        && t.fsm.epoch().is_some_and(|e| {
+                            epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
+                        })
+                }
+                ControlKind::Pull => false,
+            };
         t.hear_pull_number(now, header.pull_no, recount, cfg.mtu, t.rtt.rto(cfg.rto));
 
         // Appendix A: SYN-ACKs, SYN-NACKs and RSTs go through the state machine first.
