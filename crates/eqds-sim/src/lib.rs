@@ -9,6 +9,7 @@ pub mod engine;
 pub mod eqds;
 pub mod flow;
 pub mod ids;
+pub mod memory;
 pub mod net;
 pub mod output;
 pub mod run;

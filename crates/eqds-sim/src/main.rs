@@ -13,8 +13,9 @@ fn use_huge_pages() {
     unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
 }
 use clap::{Parser, Subcommand};
-use eqds_sim::run::run_to_dir;
-use eqds_sim::scenario::Scenario;
+use eqds_sim::memory::Size;
+use eqds_sim::run::{run_to_dir, RunError};
+use eqds_sim::scenario::{Loaded, Scenario, ScenarioError};
 use eqds_sim::units::{DisplayTime, Time};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -58,6 +59,10 @@ enum Command {
         /// Print nothing but errors.
         #[arg(long, short)]
         quiet: bool,
+        /// Refuse a run whose memory estimate exceeds this (e.g. 8GiB; default: the
+        /// memory available on this machine).
+        #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+        max_memory: Option<u64>,
     },
     /// Validate scenario files without running them.
     Check {
@@ -67,7 +72,30 @@ enum Command {
         /// Overrides applied before validation, as for `run`.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         overrides: Vec<String>,
+        /// Refuse scenarios whose memory estimate exceeds this, as `run` would.
+        #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+        max_memory: Option<u64>,
     },
+}
+
+/// `--max-memory`: a size as scenario files write them (`8GiB`, `512MB`, bytes).
+fn parse_memory(s: &str) -> Result<u64, String> {
+    match eqds_sim::units::parse_bytes(s)? {
+        0 => Err("must be more than 0 bytes".into()),
+        b => Ok(b),
+    }
+}
+
+/// The memory limit: `--max-memory`, or what the machine has available now.
+fn memory_limit(max_memory: Option<u64>) -> Option<u64> {
+    max_memory.or_else(eqds_sim::memory::available)
+}
+
+/// Refuses a scenario whose estimated memory exceeds the limit, before anything of
+/// it is built.
+fn check_memory(loaded: &Loaded, limit: Option<u64>) -> Result<(), String> {
+    let Some(limit) = limit else { return Ok(()) };
+    eqds_sim::memory::estimate(loaded).check(limit)
 }
 
 fn main() -> ExitCode {
@@ -80,6 +108,7 @@ fn main() -> ExitCode {
             seed,
             out,
             quiet,
+            max_memory,
         } => {
             if let Some(seed) = seed {
                 overrides.push(format!("seed={seed}"));
@@ -91,6 +120,10 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            if let Err(e) = check_memory(&loaded, memory_limit(max_memory)) {
+                eprintln!("error: {}: {e}", loaded.file);
+                return ExitCode::from(2);
+            }
             let stem = file
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
@@ -123,18 +156,33 @@ fn main() -> ExitCode {
                 Err(e) => {
                     progress.finish();
                     eprintln!("error: {e}");
-                    ExitCode::FAILURE
+                    match e {
+                        RunError::Input(_) => ExitCode::from(2),
+                        RunError::Failed(_) => ExitCode::FAILURE,
+                    }
                 }
             }
         }
-        Command::Check { files, overrides } => {
+        Command::Check {
+            files,
+            overrides,
+            max_memory,
+        } => {
             let mut ok = true;
+            let limit = memory_limit(max_memory);
             for f in &files {
-                match Scenario::load(f, &overrides) {
+                match Scenario::load(f, &overrides).and_then(|l| {
+                    check_memory(&l, limit).map_err(|message| ScenarioError {
+                        file: f.display().to_string(),
+                        message,
+                    })?;
+                    Ok(l)
+                }) {
                     Ok(l) => println!(
-                        "{}: ok ({} hosts)",
+                        "{}: ok ({} hosts, about {} of memory)",
                         f.display(),
-                        l.scenario.topology.n_hosts()
+                        l.scenario.topology.n_hosts(),
+                        Size(eqds_sim::memory::estimate(&l).bytes),
                     ),
                     Err(e) => {
                         eprintln!("error: {e}");

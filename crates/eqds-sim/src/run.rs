@@ -24,18 +24,42 @@ impl Outcome {
     }
 }
 
+/// Why a run did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Refused before the simulation started: a workload's file, a combination the
+    /// loader cannot see, or an output directory that cannot be made. The CLI exits
+    /// 2 for these, as for any other bad input.
+    #[error("{0}")]
+    Input(String),
+    /// The run, or writing its results, failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
 /// Runs `loaded` and writes its outputs into `out_dir` (created if missing).
 pub fn run_to_dir(
     loaded: &Loaded,
     out_dir: &Path,
     progress: &mut dyn FnMut(Time, u64),
-) -> Result<Outcome, String> {
+) -> Result<Outcome, RunError> {
     std::fs::create_dir_all(out_dir)
-        .map_err(|e| format!("cannot create `{}`: {e}", out_dir.display()))?;
+        .map_err(|e| RunError::Input(format!("cannot create `{}`: {e}", out_dir.display())))?;
+    let started = Instant::now();
+    let mut sim = Simulation::new(loaded, Some(out_dir)).map_err(RunError::Input)?;
+    write_results(loaded, &mut sim, out_dir, progress, started).map_err(RunError::Failed)
+}
+
+/// Runs a built simulation to its end and writes its outputs into `out_dir`.
+fn write_results(
+    loaded: &Loaded,
+    sim: &mut Simulation,
+    out_dir: &Path,
+    progress: &mut dyn FnMut(Time, u64),
+    started: Instant,
+) -> Result<Outcome, String> {
     let io =
         |what: &str, e: std::io::Error| format!("writing {what} in `{}`: {e}", out_dir.display());
-    let started = Instant::now();
-    let mut sim = Simulation::new(loaded, Some(out_dir))?;
     let stats = sim.run(progress)?;
     let wall = started.elapsed();
     let (net, flows, warmup) = (sim.network(), sim.flows(), sim.warmup());

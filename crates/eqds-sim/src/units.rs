@@ -90,7 +90,7 @@ pub fn parse_time(s: &str) -> Result<Time, String> {
             ))
         }
     };
-    scaled(num, scale as f64, "duration", s)
+    check_time(scaled(num, scale as f64, "duration", s)?, s)
 }
 
 /// Parses a rate such as `"10Gbps"`, `"400Mbps"`, `"100G"` into bits per second.
@@ -113,11 +113,48 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
             ))
         }
     };
-    let v = scaled(num, scale, "rate", s)?;
-    if v == 0 {
-        return Err(format!("rate `{s}` must be positive"));
+    check_rate(scaled(num, scale, "rate", s)?, s)
+}
+
+/// The fastest link rate a scenario may give: 1 Pbit/s, far beyond any NIC, and low
+/// enough that a rate times any duration a scenario may give (bandwidth-delay
+/// products) fits in 128-bit arithmetic with room to spare.
+pub const MAX_RATE: u64 = 1_000_000_000_000_000;
+
+/// The longest duration a scenario may give: one day of simulated time. Sums of a
+/// few hundred of them (a path's latencies, a start time plus timeouts) still fit
+/// the picosecond clock's 64 bits (213 days), so event times never wrap.
+pub const MAX_DURATION: Time = 86_400 * SEC;
+
+/// Checks a rate in bit/s, however it was written (`spelled`): a link of rate 0
+/// would take for ever to send anything (and divide by zero on the way).
+pub fn check_rate(bps: u64, spelled: &str) -> Result<u64, String> {
+    if bps == 0 {
+        return Err(format!("rate `{spelled}` must be positive"));
     }
-    Ok(v)
+    if bps > MAX_RATE {
+        return Err(format!("rate `{spelled}` is above the 1 Pbps we support"));
+    }
+    Ok(bps)
+}
+
+/// Checks a duration in picoseconds, however it was written (`spelled`).
+pub fn check_time(ps: Time, spelled: &str) -> Result<Time, String> {
+    if ps > MAX_DURATION {
+        return Err(format!(
+            "duration `{spelled}` is longer than the one day (86400s) we support"
+        ));
+    }
+    Ok(ps)
+}
+
+/// Checks a size in bytes, however it was written (`spelled`). Any size fits, but
+/// not one at `u64::MAX`, which stands for a flow that never ends.
+pub fn check_bytes(bytes: u64, spelled: &str) -> Result<u64, String> {
+    if bytes == u64::MAX {
+        return Err(format!("size `{spelled}` is too large"));
+    }
+    Ok(bytes)
 }
 
 /// Parses a size such as `"9000B"`, `"64KiB"`, `"1MB"` into bytes.
@@ -137,7 +174,7 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
             ))
         }
     };
-    scaled(num, scale, "size", s)
+    check_bytes(scaled(num, scale, "size", s)?, s)
 }
 
 #[cfg(test)]
@@ -182,7 +219,7 @@ pub mod value {
     use std::fmt;
 
     macro_rules! unit_value {
-        ($name:ident, $parse:path, $what:literal, $base:literal) => {
+        ($name:ident, $parse:path, $check:path, $what:literal, $base:literal) => {
             #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
             pub struct $name(pub u64);
 
@@ -204,15 +241,18 @@ pub mod value {
                             )
                         }
                         fn visit_i64<E: de::Error>(self, v: i64) -> Result<$name, E> {
-                            u64::try_from(v).map($name).map_err(|_| {
+                            let v = u64::try_from(v).map_err(|_| {
                                 E::custom(format!(
                                     concat!("a ", $what, " cannot be negative, got {}"),
                                     v
                                 ))
-                            })
+                            })?;
+                            self.visit_u64(v)
                         }
+                        // The same range checks as the string form: `rate = 0` is as
+                        // wrong as `rate = "0Gbps"`.
                         fn visit_u64<E: de::Error>(self, v: u64) -> Result<$name, E> {
-                            Ok($name(v))
+                            $check(v, &v.to_string()).map($name).map_err(E::custom)
                         }
                         fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
                             $parse(v).map($name).map_err(E::custom)
@@ -224,7 +264,25 @@ pub mod value {
         };
     }
 
-    unit_value!(Duration, super::parse_time, "duration", "picoseconds");
-    unit_value!(Rate, super::parse_rate, "rate", "bits per second");
-    unit_value!(Bytes, super::parse_bytes, "size", "bytes");
+    unit_value!(
+        Duration,
+        super::parse_time,
+        super::check_time,
+        "duration",
+        "picoseconds"
+    );
+    unit_value!(
+        Rate,
+        super::parse_rate,
+        super::check_rate,
+        "rate",
+        "bits per second"
+    );
+    unit_value!(
+        Bytes,
+        super::parse_bytes,
+        super::check_bytes,
+        "size",
+        "bytes"
+    );
 }

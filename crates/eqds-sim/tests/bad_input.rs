@@ -335,20 +335,28 @@ fn workload_specific_checks() {
 
 #[test]
 fn files_that_cannot_be_generated_are_errors_at_build_time() {
-    for (w, expect) in [
-        (
-            "kind = \"poisson\"\nload = 0.5\ncdf = \"no-such.cdf\"",
-            "cdf",
-        ),
-        ("kind = \"htsim\"\nfile = \"no-such.cm\"", "file"),
-    ] {
-        let text = VALID.replace("kind = \"permutation\"\nsize = \"100KB\"", w);
-        let loaded = Scenario::from_str_with(&text, "bad.toml", ".".into(), &[]).unwrap();
-        let err = eqds_sim::sim::Simulation::new(&loaded, None)
-            .err()
-            .expect("should fail");
-        assert!(err.contains(expect) && err.contains("bad.toml"), "{err}");
-    }
+    let text = VALID.replace(
+        "kind = \"permutation\"\nsize = \"100KB\"",
+        "kind = \"poisson\"\nload = 0.5\ncdf = \"no-such.cdf\"",
+    );
+    let loaded = Scenario::from_str_with(&text, "bad.toml", ".".into(), &[]).unwrap();
+    let err = eqds_sim::sim::Simulation::new(&loaded, None)
+        .err()
+        .expect("should fail");
+    assert!(err.contains("cdf") && err.contains("bad.toml"), "{err}");
+}
+
+#[test]
+fn htsim_matrices_are_read_when_the_scenario_loads() {
+    let text = VALID.replace(
+        "kind = \"permutation\"\nsize = \"100KB\"",
+        "kind = \"htsim\"\nfile = \"no-such.cm\"",
+    );
+    let msg = error_of(&text);
+    assert!(
+        msg.contains("workload.file") && msg.contains("no-such.cm"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -433,4 +441,105 @@ proptest! {
             }
         }
     }
+}
+
+/// Issue 24: `rate = 0` (an integer) passed validation and divided by zero when the
+/// network was built, where `rate = "0Gbps"` was refused.
+#[test]
+fn integer_zero_rates_are_refused_like_string_ones() {
+    let dumbbell = VALID.replace(
+        "kind = \"fat_tree\"\nk = 4\nlink = { rate = \"10Gbps\", latency = \"1us\" }",
+        "kind = \"dumbbell\"\nleft = 2\nright = 2\nlink = { rate = \"10Gbps\", latency = \"1us\" }\n\
+         bottleneck = { rate = 0, latency = \"1us\" }",
+    );
+    let msg = error_of(&dumbbell);
+    assert!(
+        msg.contains("topology.dumbbell.bottleneck.rate") && msg.contains("must be positive"),
+        "{msg}"
+    );
+    for (from, to, key) in [
+        (
+            "rate = \"10Gbps\"",
+            "rate = 0",
+            "topology.fat_tree.link.rate",
+        ),
+        (
+            "[stop]",
+            "[host]\nlinks = [{ hosts = [1], rate = 0 }]\n[stop]",
+            "host.links[0].rate",
+        ),
+        ("mtu = 1500", "mtu = 1500\nudp = { rate = 0 }", "udp.rate"),
+    ] {
+        let msg = error_of(&VALID.replacen(from, to, 1));
+        assert!(
+            msg.contains(key) && msg.contains("must be positive"),
+            "{to}: {msg}"
+        );
+    }
+}
+
+/// Latencies, intervals and times past what the picosecond clock can add up (a
+/// latency of i64::MAX ps overflowed the path delays at run time) are refused.
+#[test]
+fn durations_beyond_a_day_are_refused_in_both_forms() {
+    for value in ["9223372036854775807", "\"9000000s\""] {
+        let text = VALID.replacen("latency = \"1us\"", &format!("latency = {value}"), 1);
+        let msg = error_of(&text);
+        assert!(
+            msg.contains("topology.fat_tree.link.latency") && msg.contains("one day"),
+            "{value}: {msg}"
+        );
+    }
+    // A day is fine.
+    let day = VALID.replacen("time = \"10ms\"", "time = \"86400s\"", 1);
+    Scenario::from_str_with(&day, "ok.toml", ".".into(), &[]).unwrap();
+}
+
+/// `spines = 4294967295` made more ports than 32-bit port ids number (a panic
+/// when the network was built).
+#[test]
+fn topologies_with_more_ports_than_we_number_are_refused() {
+    let text = VALID.replacen(
+        "kind = \"fat_tree\"\nk = 4",
+        "kind = \"leaf_spine\"\nleaves = 2\nspines = 4294967295\nhosts_per_leaf = 2",
+        1,
+    );
+    let msg = error_of(&text);
+    assert!(msg.contains("topology.") && msg.contains("ports"), "{msg}");
+}
+
+/// NDP's path count and PULL rate, and EQDS's reorder span, allocate or divide by
+/// what they are given: beyond their ranges they hung or panicked.
+#[test]
+fn ndp_and_eqds_sizes_out_of_range_are_refused() {
+    for (to, key) in [
+        (
+            "mtu = 1500\nndp = { paths = 4294967295 }",
+            "ndp.paths: must be from 1 to 65535",
+        ),
+        (
+            "mtu = 1500\nndp = { pull_rate = 1e-300 }",
+            "ndp.pull_rate: must be within [0.001, 1]",
+        ),
+    ] {
+        let msg = error_of(&VALID.replacen("mtu = 1500", to, 1));
+        assert!(msg.contains(key), "{to}: {msg}");
+    }
+    let msg = error_of(&VALID.replacen("[stop]", "[eqds]\nreorder_window = 4294967295\n[stop]", 1));
+    assert!(msg.contains("eqds.reorder_window"), "{msg}");
+}
+
+/// A ping's last request must start within simulated time (`start + k * interval`
+/// overflowed).
+#[test]
+fn pings_that_would_outlast_the_clock_are_refused() {
+    let text = VALID.replace(
+        "kind = \"permutation\"\nsize = \"100KB\"",
+        "kind = \"ping\"\nsrc = 0\ndst = 1\ninterval = \"86400s\"\ncount = 1000",
+    );
+    let msg = error_of(&text);
+    assert!(
+        msg.contains("workload.count") && msg.contains("one day"),
+        "{msg}"
+    );
 }

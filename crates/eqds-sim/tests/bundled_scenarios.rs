@@ -56,3 +56,36 @@ fn examples_in_the_scenario_reference_are_valid() {
         Simulation::new(&loaded, None).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// The memory estimate lets every bundled and experiment scenario run on a machine
+/// with 24 GiB (issue 24: it must refuse only what cannot run).
+#[test]
+fn bundled_and_experiment_scenarios_fit_the_memory_estimate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files: Vec<_> = std::fs::read_dir(root.join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    for e in std::fs::read_dir(root.join("experiments")).unwrap() {
+        let dir = e.unwrap().path();
+        if dir.is_dir() {
+            files.extend(std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    let mut seen = 0;
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy();
+        // Sweep files list scenarios to run; they are not scenarios themselves.
+        if !name.ends_with(".toml") || name.starts_with("sweep") {
+            continue;
+        }
+        seen += 1;
+        let loaded = Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let estimate = eqds_sim::memory::estimate(&loaded);
+        estimate
+            .check(24 << 30)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(estimate.bytes >= 16 << 20, "{}", path.display());
+    }
+    assert!(seen >= 20, "found only {seen} scenarios");
+}

@@ -106,7 +106,8 @@ fn per_path_statistics_without_eqds_are_refused_by_name() {
     let loaded = common::load(&elephant_on_one_spine("udp", "", true));
     let err = eqds_sim::run::run_to_dir(&loaded, dir.path(), &mut |_, _| {})
         .err()
-        .expect("paths.csv needs EQDS");
+        .expect("paths.csv needs EQDS")
+        .to_string();
     assert!(err.contains("output.paths_csv"), "{err}");
     // Without the request, the same scenario runs and writes no paths.csv.
     common::run_dir(&elephant_on_one_spine("udp", "", false), dir.path());

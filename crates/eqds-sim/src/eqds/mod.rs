@@ -441,7 +441,7 @@ pub fn rx_peer_host(peer: PeerId) -> HostId {
 /// rounded up.
 pub fn bdp_packets(rtt: Time, rate: u64, mtu: u32) -> u32 {
     let bytes = u128::from(rtt) * u128::from(rate) / (8 * u128::from(crate::units::SEC));
-    bytes.div_ceil(u128::from(mtu)) as u32
+    u32::try_from(bytes.div_ceil(u128::from(mtu))).unwrap_or(u32::MAX)
 }
 
 /// Sums of the per-tunnel counters (and the reorder queues' peak).
@@ -467,4 +467,20 @@ pub struct TunnelTotals {
     /// Most packets any one reorder queue held behind a hole at once (a maximum,
     /// not a sum).
     pub peak_reorder_held: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A window beyond 32 bits saturates instead of wrapping to a small one (the
+    /// default NDP window at the longest latency and fastest rate a scenario allows).
+    #[test]
+    fn bdp_saturates() {
+        assert_eq!(
+            bdp_packets(crate::units::MAX_DURATION, crate::units::MAX_RATE, 64),
+            u32::MAX
+        );
+        assert_eq!(bdp_packets(12 * crate::units::US, 10_000_000_000, 1500), 10);
+    }
 }

@@ -7,6 +7,10 @@ use serde::Deserialize;
 /// kept in the top 8 bits of a 32-bit peer id above the host number.
 pub const MAX_EQIFS: usize = 256;
 
+/// Largest reorder queue span per tunnel, in packets: 16 times the largest default
+/// (four windows of 1000), and each tunnel allocates its span up front.
+pub const MAX_REORDER_WINDOW: u32 = 65_536;
+
 /// How a tunnel spends its first RTT (`eqds_proto::sender::Mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -291,8 +295,14 @@ impl EqdsSpec {
                 self.pull_rate
             ));
         }
-        if self.reorder_window == Some(0) {
-            return Err("reorder_window: must be at least 1 packet".into());
+        // Every tunnel's reorder queue is a ring of this many slots.
+        if self
+            .reorder_window
+            .is_some_and(|w| w == 0 || w > MAX_REORDER_WINDOW)
+        {
+            return Err(format!(
+                "reorder_window: must be from 1 to {MAX_REORDER_WINDOW} packets"
+            ));
         }
         if self.eqifs.len() > MAX_EQIFS {
             return Err(format!(

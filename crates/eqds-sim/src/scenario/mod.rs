@@ -233,6 +233,9 @@ pub struct Loaded {
     pub table: toml::Table,
     pub base_dir: PathBuf,
     pub file: String,
+    /// Per workload, the flows of its htsim matrix (`None` for other kinds), read
+    /// and checked as the scenario loads.
+    pub matrices: Vec<Option<Vec<crate::flow::FlowSpec>>>,
 }
 
 impl Scenario {
@@ -284,12 +287,47 @@ impl Scenario {
                 }
             })?;
         scenario.validate().map_err(err)?;
+        let matrices = scenario.read_matrices(&base_dir).map_err(err)?;
         Ok(Loaded {
             scenario,
             table,
             base_dir,
             file: file.to_string(),
+            matrices,
         })
+    }
+
+    /// Reads the htsim matrices of the workloads and checks them against the rest
+    /// of the scenario: a matrix flow without a `size` never ends, so the run then
+    /// needs `stop.time` as any other endless workload does.
+    fn read_matrices(
+        &self,
+        base_dir: &Path,
+    ) -> Result<Vec<Option<Vec<crate::flow::FlowSpec>>>, String> {
+        let workloads = self.workload.as_slice();
+        let n_hosts = self.topology.n_hosts() as u32;
+        let mut matrices = Vec::with_capacity(workloads.len());
+        for (i, w) in workloads.iter().enumerate() {
+            let name = if workloads.len() == 1 {
+                "workload".to_string()
+            } else {
+                format!("workload[{i}]")
+            };
+            let flows = w
+                .read_matrix(base_dir, n_hosts, self.transport.protocol)
+                .map_err(|e| format!("{name}.{e}"))?;
+            if let (Some(flows), None) = (&flows, self.stop.time) {
+                if let Some(f) = flows.iter().find(|f| f.size.is_none()) {
+                    return Err(format!(
+                        "stop.time: required because {name}'s htsim matrix has a flow \
+                         without `size` ({}->{}), which never ends",
+                        f.src, f.dst
+                    ));
+                }
+            }
+            matrices.push(flows);
+        }
+        Ok(matrices)
     }
 
     /// Cross-field checks that serde cannot express.

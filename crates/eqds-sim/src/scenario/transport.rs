@@ -302,12 +302,16 @@ impl TransportSpec {
         if ndp.rto.0 == 0 {
             return Err("ndp.rto: must be positive".into());
         }
-        if ndp.paths == Some(0) {
-            return Err("ndp.paths: must be at least 1".into());
+        // A sender keeps state per path id.
+        if ndp.paths.is_some_and(|p| p == 0 || p > u32::from(u16::MAX)) {
+            return Err("ndp.paths: must be from 1 to 65535".into());
         }
-        if !(ndp.pull_rate > 0.0 && ndp.pull_rate <= 1.0) {
+        // A PULL per MTU time divided by the rate: below a thousandth, one PULL
+        // every thousand packet times, the spacing leaves the simulated time
+        // (and means the receiver pulls nothing).
+        if !(ndp.pull_rate >= 0.001 && ndp.pull_rate <= 1.0) {
             return Err(format!(
-                "ndp.pull_rate: must be within (0, 1], got {}",
+                "ndp.pull_rate: must be within [0.001, 1], got {}",
                 ndp.pull_rate
             ));
         }

@@ -122,6 +122,7 @@ impl Simulation {
                 stop,
                 base_dir: &loaded.base_dir,
                 protocol: sc.transport.protocol,
+                matrix: loaded.matrices.get(i).and_then(|m| m.as_deref()),
             };
             let plan = w
                 .generate(&mut ctx)

@@ -11,7 +11,7 @@
 
 use crate::flow::FlowSpec;
 use crate::scenario::Protocol;
-use crate::units::Time;
+use crate::units::{Time, MAX_DURATION};
 use std::path::Path;
 
 pub fn load(path: &Path, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpec>, String> {
@@ -21,8 +21,8 @@ pub fn load(path: &Path, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpe
 }
 
 pub fn parse(text: &str, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpec>, String> {
-    let mut nodes: Option<u32> = None;
-    let mut connections: Option<usize> = None;
+    let mut nodes: Option<u64> = None;
+    let mut connections: Option<u64> = None;
     let mut flows = Vec::new();
     let mut ids = std::collections::HashSet::new();
     for (i, line) in text.lines().enumerate() {
@@ -33,15 +33,15 @@ pub fn parse(text: &str, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpe
             continue;
         }
         let tokens: Vec<&str> = line.split_whitespace().collect();
-        let count = |v: Option<&&str>| -> Result<u64, String> {
-            v.and_then(|s| s.parse().ok())
-                .ok_or_else(|| at(format!("`{}` needs a non-negative number", tokens[0])))
+        let count = || -> Result<u64, String> {
+            let value = tokens.get(1).copied().unwrap_or("");
+            whole(tokens[0], value).map_err(at)
         };
         match tokens[0] {
-            "Nodes" => nodes = Some(count(tokens.get(1))? as u32),
-            "Connections" => connections = Some(count(tokens.get(1))? as usize),
+            "Nodes" => nodes = Some(count()?),
+            "Connections" => connections = Some(count()?),
             "Triggers" | "Failures" => {
-                if count(tokens.get(1))? != 0 {
+                if count()? != 0 {
                     return Err(at(format!(
                         "{} are not supported yet",
                         tokens[0].to_lowercase()
@@ -63,7 +63,7 @@ pub fn parse(text: &str, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpe
         }
     }
     if let Some(n) = nodes {
-        if n > n_hosts {
+        if n > u64::from(n_hosts) {
             return Err(format!(
                 "the matrix has {n} nodes but the topology only {n_hosts} hosts"
             ));
@@ -71,7 +71,7 @@ pub fn parse(text: &str, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpe
     }
     match connections {
         None => return Err("missing `Connections C` header".into()),
-        Some(c) if c != flows.len() => {
+        Some(c) if c != flows.len() as u64 => {
             return Err(format!(
                 "`Connections {c}` but {} connection lines",
                 flows.len()
@@ -80,6 +80,23 @@ pub fn parse(text: &str, n_hosts: u32, protocol: Protocol) -> Result<Vec<FlowSpe
         _ => {}
     }
     Ok(flows)
+}
+
+/// A whole number that fits in 64 bits, the value of `key`: sizes, ids and counts
+/// are integers in htsim's format, and one beyond `u64` is a mistake, not a request
+/// for the largest flow there is.
+fn whole(key: &str, value: &str) -> Result<u64, String> {
+    if value.is_empty() {
+        return Err(format!("`{key}` needs a value"));
+    }
+    if !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "`{key}` needs a non-negative whole number, got `{value}`"
+        ));
+    }
+    value
+        .parse()
+        .map_err(|_| format!("`{key}` {value} is too large (at most {})", u64::MAX))
 }
 
 fn parse_flow(
@@ -110,26 +127,54 @@ fn parse_flow(
     if rest.len() % 2 != 0 {
         return Err(format!("key `{}` has no value", rest[rest.len() - 1]));
     }
+    let mut seen: Vec<&str> = Vec::new();
     for kv in rest.chunks(2) {
         let (key, value) = (kv[0], kv[1]);
-        let number = || -> Result<f64, String> {
-            value
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| format!("`{key}` needs a non-negative number, got `{value}`"))
-        };
+        if seen.contains(&key) {
+            return Err(format!("`{key}` is given twice"));
+        }
+        seen.push(key);
         match key {
             "id" => {
-                let id = number()? as u64;
+                let id = whole(key, value)?;
                 if id == 0 || !ids.insert(id) {
                     return Err(format!("id {id} is zero or used twice"));
                 }
             }
-            "start" => start = Some(number()?.round() as Time),
-            "size" => size = Some(number()? as u64).filter(|&s| s > 0),
+            // Picoseconds, and htsim reads a fraction; it must name a time the
+            // simulator can reach.
+            "start" => {
+                let ps = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+                    .ok_or_else(|| {
+                        format!("`start` needs a non-negative number of picoseconds, got `{value}`")
+                    })?
+                    .round();
+                if ps > MAX_DURATION as f64 {
+                    return Err(format!(
+                        "`start` {value} ps is later than the one day we support"
+                    ));
+                }
+                start = Some(ps as Time);
+            }
+            // htsim runs a flow of size 0 for ever (its mains set a size only when it
+            // is positive); here a flow that never ends has no `size`, so that a
+            // stray 0 is not read as a flow that never ends.
+            "size" => match whole(key, value)? {
+                0 => {
+                    return Err(
+                        "`size 0`: a flow must carry at least 1 byte (leave `size` out \
+                         for a flow that never ends)"
+                            .into(),
+                    )
+                }
+                u64::MAX => return Err(format!("`size` {value} is too large")),
+                s => size = Some(s),
+            },
             "prio" => {
-                number()?;
+                whole(key, value)?;
             }
             "trigger" | "send_done_trigger" | "recv_done_trigger" => {
                 return Err(format!("`{key}` is not supported yet"));
@@ -185,5 +230,42 @@ mod tests {
                 "accepted: {text}"
             );
         }
+    }
+
+    /// Issue 24: `size 0` became a flow that never ends, a size beyond u64
+    /// saturated, and a key given twice kept the last.
+    #[test]
+    fn rejects_zero_oversize_and_repeated_values() {
+        let one = |flow: &str| parse(&format!("Connections 1\n{flow}\n"), 8, Protocol::Newreno);
+        for (flow, expect) in [
+            ("0->1 id 1 start 0 size 0", "`size 0`"),
+            (
+                "0->1 id 1 start 0 size 18446744073709551616",
+                "`size` 18446744073709551616 is too large",
+            ),
+            (
+                "0->1 id 1 start 0 size 18446744073709551615",
+                "`size` 18446744073709551615 is too large",
+            ),
+            ("0->1 id 1 start 0 size 1.5", "whole number"),
+            ("0->1 id 1 start 0 size 9 size 10", "`size` is given twice"),
+            (
+                "0->1 id 1 start 0 start 5 size 10",
+                "`start` is given twice",
+            ),
+            ("0->1 id 1 id 2 start 0", "`id` is given twice"),
+            ("0->1 id 99999999999999999999 start 0", "`id`"),
+            ("0->1 id 1 start 1e30 size 10", "`start`"),
+        ] {
+            let err = one(flow).expect_err(flow);
+            assert!(
+                err.contains("line 2") && err.contains(expect),
+                "{flow}: {err}"
+            );
+        }
+        let err = parse("Nodes 4294967297\nConnections 0\n", 8, Protocol::Newreno).unwrap_err();
+        assert!(err.contains("4294967297 nodes"), "{err}");
+        // Leaving `size` out is how a flow that never ends is written.
+        assert_eq!(one("0->1 id 1 start 0").unwrap()[0].size, None);
     }
 }

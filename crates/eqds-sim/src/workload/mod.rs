@@ -200,6 +200,8 @@ pub struct GenCtx<'a> {
     pub base_dir: &'a Path,
     /// The scenario's default protocol.
     pub protocol: Protocol,
+    /// The flows of this workload's htsim matrix, read when the scenario loaded.
+    pub matrix: Option<&'a [FlowSpec]>,
 }
 
 fn check_host(field: &str, h: u32, n_hosts: u32) -> Result<(), String> {
@@ -244,9 +246,28 @@ impl WorkloadSpec {
             WorkloadSpec::ClosedLoop { .. } | WorkloadSpec::Poisson { .. } => true,
             WorkloadSpec::Ping { count, .. } => count.is_none(),
             WorkloadSpec::Flows { flows, .. } => flows.iter().any(|f| f.size.is_none()),
-            // htsim flows without a size never end; we cannot know before reading it.
+            // Flows without a size never end: `Scenario::from_str_with` reads the
+            // matrix to tell.
             WorkloadSpec::Htsim { .. } => false,
         }
+    }
+
+    /// Reads an htsim workload's matrix (relative to `base_dir`), so that its
+    /// mistakes, and endless flows in a run without an end, are found when the
+    /// scenario loads (`eqds-sim check`), not when it runs. `None` for other kinds.
+    pub fn read_matrix(
+        &self,
+        base_dir: &Path,
+        n_hosts: u32,
+        default_protocol: Protocol,
+    ) -> Result<Option<Vec<FlowSpec>>, String> {
+        let WorkloadSpec::Htsim { file, protocol } = self else {
+            return Ok(None);
+        };
+        let path = base_dir.join(file);
+        htsim_cm::load(&path, n_hosts, protocol.unwrap_or(default_protocol))
+            .map(Some)
+            .map_err(|e| format!("file: {e}"))
     }
 
     /// Checks what can be checked without generating; errors start with the field.
@@ -356,6 +377,7 @@ impl WorkloadSpec {
                 interval,
                 size,
                 count,
+                start,
                 ..
             } => {
                 check_host("src", *src, n_hosts)?;
@@ -368,6 +390,20 @@ impl WorkloadSpec {
                 }
                 if *count == Some(0) {
                     return Err("count: must be at least 1".into());
+                }
+                if let Some(c) = count {
+                    // The last request must start within the simulated time.
+                    let last = (c - 1)
+                        .checked_mul(interval.0)
+                        .and_then(|t| t.checked_add(start.0))
+                        .filter(|&t| t <= crate::units::MAX_DURATION);
+                    if last.is_none() {
+                        return Err(format!(
+                            "count: {c} pings every {} would go on past the one day of \
+                             simulated time we support",
+                            crate::units::DisplayTime(interval.0)
+                        ));
+                    }
                 }
                 check_size(Some(*size))
             }
@@ -538,12 +574,15 @@ impl WorkloadSpec {
                     proto(protocol),
                 ))
             }
-            WorkloadSpec::Htsim { file, protocol } => {
-                let path = ctx.base_dir.join(file);
-                let flows =
-                    htsim_cm::load(&path, n, proto(protocol)).map_err(|e| format!("file: {e}"))?;
-                fixed(flows)
-            }
+            WorkloadSpec::Htsim { file, protocol } => match ctx.matrix {
+                Some(flows) => fixed(flows.to_vec()),
+                None => {
+                    let path = ctx.base_dir.join(file);
+                    let flows = htsim_cm::load(&path, n, proto(protocol))
+                        .map_err(|e| format!("file: {e}"))?;
+                    fixed(flows)
+                }
+            },
             WorkloadSpec::Ping {
                 src,
                 dst,

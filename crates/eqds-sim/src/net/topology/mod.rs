@@ -69,6 +69,9 @@ pub enum TopologySpec {
 
 /// Largest network we agree to build (a k=48 fat tree has 27,648 hosts).
 const MAX_HOSTS: u64 = 1 << 22;
+/// Largest number of ports (two per link) we agree to build: a k=256 fat tree has
+/// 25 million.
+const MAX_PORTS: u64 = 1 << 28;
 
 impl TopologySpec {
     pub fn n_hosts(&self) -> u64 {
@@ -86,6 +89,79 @@ impl TopologySpec {
             } => *leaves as u64 * *hosts_per_leaf as u64,
             TopologySpec::SingleSwitch { hosts, .. } => *hosts as u64,
             TopologySpec::Dumbbell { left, right, .. } => *left as u64 + *right as u64,
+        }
+    }
+
+    /// Switches the topology builds.
+    pub fn n_switches(&self) -> u64 {
+        match self {
+            TopologySpec::FatTree { k, .. } => {
+                let (k, half) = (*k as u64, (*k / 2) as u64);
+                // k*k/2 ToRs and as many aggregation switches, (k/2)^2 cores.
+                2 * k * half + half * half
+            }
+            TopologySpec::LeafSpine { leaves, spines, .. } => *leaves as u64 + *spines as u64,
+            TopologySpec::SingleSwitch { .. } => 1,
+            TopologySpec::Dumbbell { .. } => 2,
+        }
+    }
+
+    /// Full-duplex links the topology builds (two ports each).
+    pub fn n_links(&self) -> u64 {
+        let hosts = self.n_hosts();
+        match self {
+            TopologySpec::FatTree { k, .. } => {
+                let (k, half) = (*k as u64, (*k / 2) as u64);
+                // Host links, then ToR-aggregation and aggregation-core links: each
+                // pod has (k/2)^2 of both.
+                hosts + 2 * k * half * half
+            }
+            TopologySpec::LeafSpine { leaves, spines, .. } => {
+                hosts + *leaves as u64 * *spines as u64
+            }
+            TopologySpec::SingleSwitch { .. } => hosts,
+            TopologySpec::Dumbbell { .. } => hosts + 1,
+        }
+    }
+
+    /// Links on the longest path from one host to another.
+    pub fn max_hops(&self) -> u32 {
+        match self {
+            TopologySpec::FatTree { .. } => 6,
+            TopologySpec::LeafSpine { .. } => 4,
+            TopologySpec::SingleSwitch { .. } => 2,
+            TopologySpec::Dumbbell { .. } => 3,
+        }
+    }
+
+    /// Every kind of link the scenario file gives (not one per link built).
+    pub fn links(&self) -> Vec<LinkToml> {
+        match self {
+            TopologySpec::FatTree {
+                link,
+                host_link,
+                tor_agg_link,
+                agg_core_link,
+                ..
+            } => [Some(*link), *host_link, *tor_agg_link, *agg_core_link]
+                .into_iter()
+                .flatten()
+                .collect(),
+            TopologySpec::LeafSpine {
+                link,
+                host_link,
+                leaf_host_links,
+                leaf_spine_link,
+                ..
+            } => [Some(*link), *host_link, *leaf_spine_link]
+                .into_iter()
+                .flatten()
+                .chain(leaf_host_links.iter().flatten().copied())
+                .collect(),
+            TopologySpec::SingleSwitch { link, .. } => vec![*link],
+            TopologySpec::Dumbbell {
+                link, bottleneck, ..
+            } => vec![*link, *bottleneck],
         }
     }
 
@@ -149,6 +225,13 @@ impl TopologySpec {
         if n > MAX_HOSTS {
             return Err(format!(
                 "the topology has {n} hosts; at most {MAX_HOSTS} are supported"
+            ));
+        }
+        // Ports are numbered in 32 bits; a few spines too many must not wrap them.
+        let ports = 2 * self.n_links();
+        if ports > MAX_PORTS {
+            return Err(format!(
+                "the topology has {ports} ports; at most {MAX_PORTS} are supported"
             ));
         }
         Ok(())
