@@ -32,6 +32,8 @@
 //! - [`ReceivingEqif::drop_peer`] forgets the tunnel state and the reorder queue,
 //!   not the credit state \[choice\]: pull numbers are cumulative and the sender keeps
 //!   the serial maximum of those it saw, so restarting them from 0 would starve it.
+//!   [`ReceivingEqif::forget_peer`] forgets the credit state too, for a caller that
+//!   gives the peer's id to another host.
 //!
 //! # What a receiver state drop loses
 //!
@@ -415,6 +417,32 @@ impl<P> ReceivingEqif<P> {
         };
         let lost: Vec<P> = t.queue.release_all().collect();
         self.stats.lost_on_drop += lost.len() as u64;
+        lost
+    }
+
+    /// Forgets everything kept for `src`: what [`ReceivingEqif::drop_peer`] drops,
+    /// its packets released but not yet polled from [`ReceivingEqif::poll_deliver`],
+    /// and its credit state ([`Receiver::forget`]). Hands back the payloads held,
+    /// which are lost (counted in `lost_on_drop`). Nothing is sent to `src`.
+    ///
+    /// For a caller that reuses peer ids: after this, the next packet under the id
+    /// `src` is a new sender's, with no tunnel, reorder queue, credit, ACK owed or
+    /// place in the active sender list inherited. A delivery left queued would carry
+    /// `src` and be taken for the new sender's.
+    pub fn forget_peer(&mut self, src: PeerId) -> Vec<P> {
+        let mut lost = self.drop_peer(src);
+        let before = lost.len();
+        let mut kept = VecDeque::with_capacity(self.deliveries.len());
+        for d in self.deliveries.drain(..) {
+            if d.src == src {
+                lost.push(d.payload);
+            } else {
+                kept.push_back(d);
+            }
+        }
+        self.deliveries = kept;
+        self.stats.lost_on_drop += (lost.len() - before) as u64;
+        self.credit.forget(src);
         lost
     }
 

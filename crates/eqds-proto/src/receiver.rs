@@ -15,7 +15,8 @@
 //! packet is answered and whether the answer carries SYN.
 //!
 //! Per sender the receiver keeps the pull number sent, the pull target, and an ASL
-//! membership bit so a sender appears at most once (item 19).
+//! membership bit so a sender appears at most once (item 19). [`Receiver::forget`]
+//! removes all of it, for a caller that hands a sender's id to another host.
 //!
 //! # Deviations from the digest, and why
 //!
@@ -146,6 +147,30 @@ struct Peer {
 }
 
 impl Peer {
+    /// A sender never heard from.
+    fn new(id: PeerId) -> Self {
+        Self {
+            id,
+            sender_id: 0,
+            weight: 1,
+            class: 0,
+            finish: 0,
+            deferred: None,
+            stats: SenderState {
+                pulls_sent: 0,
+                pull_target: 0,
+                active: false,
+                weight: 1,
+                class: 0,
+                data_packets: 0,
+                trimmed_packets: 0,
+                rts_packets: 0,
+                payload_bytes: 0,
+                targets_capped: 0,
+            },
+        }
+    }
+
     /// Pulls still owed: the credit this sender's ASL entry implies (item 15).
     fn owed(&self) -> u64 {
         u64::try_from(seq_diff(self.stats.pull_target, self.stats.pulls_sent)).unwrap_or(0)
@@ -197,6 +222,12 @@ impl ActiveSenderList {
     fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    /// Takes peer index `idx` off the list, wherever it is. Linear in the list's
+    /// length, which is fine for [`Receiver::forget`], not for the fast path.
+    fn remove(&mut self, idx: usize) {
+        self.heap.retain(|&Reverse((_, _, i))| i != idx);
+    }
 }
 
 /// A control packet decided but not yet handed out; its header is built when polled
@@ -221,8 +252,12 @@ pub struct Receiver {
     pull_interval: Time,
     /// Window in PULLs: the cap on what a sender may be owed.
     window_pulls: u32,
-    /// Senders, indexed by position; never removed.
+    /// Senders, indexed by position. A forgotten sender's position goes to `free`
+    /// and is reused for the next new one, so the list is as long as the most senders
+    /// known at once.
     peers: Vec<Peer>,
+    /// Positions in `peers` of forgotten senders, free for new ones.
+    free: Vec<usize>,
     /// Position of each sender. Fx hashing: peer ids are chosen by the caller (host
     /// numbers, peer-table slots), never by the network, so a keyed hash buys nothing
     /// and costs a SipHash per packet.
@@ -264,6 +299,7 @@ impl Receiver {
             window_pulls: config.window / config.mtu,
             config,
             peers: Vec::new(),
+            free: Vec::new(),
             index: FxHashMap::default(),
             asl: ActiveSenderList::default(),
             next_pull_at: 0,
@@ -575,31 +611,49 @@ impl Receiver {
         u32::try_from(ps / u128::from(PS_PER_NS)).unwrap_or(u32::MAX)
     }
 
+    /// Forgets everything kept for `src`, as if it had never sent: its pull number
+    /// and target, the PULLs still owed to it (and with them its share of the busy
+    /// time), its place in the active sender list, its weight and class, a deferred
+    /// ACK and the control packets queued for it but not yet polled. Returns whether
+    /// `src` was known.
+    ///
+    /// For a caller that gives `src` to another host (the daemon's peer table
+    /// evicts a peer and reuses its slot): the new host would otherwise inherit
+    /// credit it never asked for, ACKs and PULLs meant for the old one, and the old
+    /// one's place and rank in the list. A sender forgotten while it still talks
+    /// starts again from pull number 0: its tunnel must re-synchronise as after a
+    /// receiver restart. Linear in the active sender list and the control queue.
+    pub fn forget(&mut self, src: PeerId) -> bool {
+        let Some(idx) = self.index.remove(&src) else {
+            return false;
+        };
+        let peer = &self.peers[idx];
+        // Owed PULLs and ASL membership go together (`account`, `handle_timeout`).
+        self.owed_total -= peer.owed();
+        if peer.stats.active {
+            self.asl.remove(idx);
+        }
+        self.control.retain(|q| q.peer != idx);
+        self.deferred.retain(|&(_, i)| i != idx);
+        self.peers[idx] = Peer::new(src);
+        self.free.push(idx);
+        true
+    }
+
     fn peer_index(&mut self, src: PeerId) -> usize {
         if let Some(&i) = self.index.get(&src) {
             return i;
         }
-        let i = self.peers.len();
-        self.peers.push(Peer {
-            id: src,
-            sender_id: 0,
-            weight: 1,
-            class: 0,
-            finish: 0,
-            deferred: None,
-            stats: SenderState {
-                pulls_sent: 0,
-                pull_target: 0,
-                active: false,
-                weight: 1,
-                class: 0,
-                data_packets: 0,
-                trimmed_packets: 0,
-                rts_packets: 0,
-                payload_bytes: 0,
-                targets_capped: 0,
-            },
-        });
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.peers[i] = Peer::new(src);
+                i
+            }
+            None => {
+                self.peers.push(Peer::new(src));
+                self.peers.len() - 1
+            }
+        };
         self.index.insert(src, i);
         i
     }

@@ -658,9 +658,54 @@ impl Config {
                     format!("{} is named twice", p.endpoint.ip()),
                 ));
             }
+            if is_own_endpoint(p.endpoint, f.tunnel.listen) {
+                return Err(invalid(
+                    format!("peer[{i}].endpoint"),
+                    format!(
+                        "{} is this daemon's own tunnel.listen ({}): a host is not its own peer",
+                        p.endpoint, f.tunnel.listen
+                    ),
+                ));
+            }
+            let allowed_ips: Vec<IpNet> = p.allowed_ips.iter().map(|n| n.trunc()).collect();
+            let own_subnets = [
+                Some(IpNet::V4(f.interface.address)),
+                address6.map(IpNet::V6),
+            ];
+            for net in &allowed_ips {
+                for own in own_subnets.iter().flatten() {
+                    if net.contains(&own.addr()) && net.prefix_len() > own.prefix_len() {
+                        return Err(invalid(
+                            format!("peer[{i}].allowed_ips"),
+                            format!(
+                                "{net} holds this host's own address {} and lies inside its \
+                                 own subnet {}: that is this host's share, so peer[{i}] ({}) \
+                                 looks like this host itself",
+                                own.addr(),
+                                own.trunc(),
+                                p.endpoint
+                            ),
+                        ));
+                    }
+                }
+            }
+            // Nested prefixes of two peers are fine: the longer one wins (a host
+            // inside a gateway's prefix). The same prefix twice names no winner.
+            for (j, q) in peers.iter().enumerate() {
+                if let Some(n) = allowed_ips.iter().find(|n| q.allowed_ips.contains(n)) {
+                    return Err(invalid(
+                        format!("peer[{i}].allowed_ips"),
+                        format!(
+                            "{n} is also peer[{j}]'s ({}): the same prefix on two peers \
+                             leaves open which one owns its addresses",
+                            q.endpoint
+                        ),
+                    ));
+                }
+            }
             peers.push(PeerConfig {
                 endpoint: p.endpoint,
-                allowed_ips: p.allowed_ips.iter().map(|n| n.trunc()).collect(),
+                allowed_ips,
             });
         }
         let mut peer_ranges = Vec::new();
@@ -678,11 +723,36 @@ impl Config {
             if r.port == 0 {
                 return Err(invalid(format!("peer_range[{i}].port"), "must not be 0"));
             }
-            peer_ranges.push(PeerRange {
+            let range = PeerRange {
                 endpoints: r.endpoints.trunc(),
                 port: r.port,
                 allowed_ips: r.allowed_ips.trunc(),
-            });
+            };
+            for (j, q) in peer_ranges.iter().enumerate() {
+                let q: &PeerRange = q;
+                for (key, mine, theirs, what) in [
+                    (
+                        "allowed_ips",
+                        range.allowed_ips,
+                        q.allowed_ips,
+                        "two hosts would own one inner address",
+                    ),
+                    (
+                        "endpoints",
+                        range.endpoints,
+                        q.endpoints,
+                        "one host would own two inner addresses",
+                    ),
+                ] {
+                    if overlaps(&IpNet::V4(mine), &IpNet::V4(theirs)) {
+                        return Err(invalid(
+                            format!("peer_range[{i}].{key}"),
+                            format!("{mine} overlaps peer_range[{j}].{key} {theirs}: {what}"),
+                        ));
+                    }
+                }
+            }
+            peer_ranges.push(range);
         }
         let native_socket = match f.native.socket {
             None => None,
@@ -762,6 +832,21 @@ impl Config {
             peer_ranges,
         })
     }
+}
+
+/// Whether two prefixes share an address (never across families).
+fn overlaps(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// Whether a peer at `endpoint` is this daemon, listening on `listen`: the same
+/// address and port, or, listening on every address, a loopback one with its port.
+/// (Other addresses of this host are not known from the file; the peer table also
+/// refuses a range peer at the listen address.)
+fn is_own_endpoint(endpoint: SocketAddrV4, listen: SocketAddrV4) -> bool {
+    endpoint.port() == listen.port()
+        && (endpoint.ip() == listen.ip()
+            || (listen.ip().is_unspecified() && endpoint.ip().is_loopback()))
 }
 
 /// Parses a rate in tc's notation: `500mbit`, `1gbit`, `25gbit`, `100kbit`, `1000000bit`.

@@ -28,10 +28,14 @@ pub struct Counters {
     pub pulls_merged: u64,
     /// Inner packets CE-marked because their send queue was past the ECN threshold.
     pub ecn_marked: u64,
+    /// Range peers not yet confirmed whose slot in the peer table went to a new peer
+    /// (`peers.rs`).
+    pub peers_evicted: u64,
 
     /// Dropped: a datagram from an address outside every peer and peer range.
     pub drop_unknown_peer: u64,
-    /// Dropped: a datagram from a peer range while `max_peers` peers exist.
+    /// Dropped: a datagram from a peer range while `max_peers` peers exist, all of
+    /// them named or confirmed (so none may be evicted).
     pub drop_peer_table_full: u64,
     /// Dropped: an EQDS header that does not decode (garbage, truncated, bad version).
     pub drop_malformed: u64,
@@ -61,6 +65,9 @@ pub struct Counters {
     pub drop_tun_write_error: u64,
     /// Dropped: held by a receive tunnel whose state was lost (peer restart).
     pub drop_lost_on_restart: u64,
+    /// Dropped: held for or from a peer evicted from the peer table (its send queue,
+    /// packets in flight, its reorder queue).
+    pub drop_evicted: u64,
 
     /// Datagrams read from the native socket (DATA and HELLO, well-formed or not).
     pub native_rx_datagrams: u64,
@@ -137,6 +144,11 @@ impl Counters {
                 "Inner packets CE-marked at a long send queue",
                 self.ecn_marked,
             ),
+            (
+                "peers_evicted",
+                "Unconfirmed range peers whose peer-table slot went to a new peer",
+                self.peers_evicted,
+            ),
             ("drop:unknown_peer", "", self.drop_unknown_peer),
             ("drop:peer_table_full", "", self.drop_peer_table_full),
             ("drop:malformed", "", self.drop_malformed),
@@ -152,6 +164,7 @@ impl Counters {
             ("drop:send_error", "", self.drop_send_error),
             ("drop:tun_write_error", "", self.drop_tun_write_error),
             ("drop:lost_on_restart", "", self.drop_lost_on_restart),
+            ("drop:evicted", "", self.drop_evicted),
             (
                 "native_rx_datagrams",
                 "Datagrams read from the native socket",

@@ -30,7 +30,7 @@ use eqds_proto::receiver::ReceiverConfig;
 use eqds_proto::reorder::ReorderConfig;
 use eqds_proto::sender::{EnqueueError, PeerId, Red, SenderConfig};
 use eqds_proto::time::{Time, PS_PER_US};
-use eqds_proto::tunnel::RxConfig;
+use eqds_proto::tunnel::{RxConfig, TxState};
 use eqds_proto::uplink::{Share, Uplink};
 use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEADER_LEN};
 
@@ -228,7 +228,7 @@ impl Engine {
         let peers_expected = (config.peers.len().max(1) + 64).min(config.max_peers as usize);
         let cap = (per_peer * peers_expected).clamp(4096, 1 << 20);
         Self {
-            peers: Peers::new(&config.peers, &config.peer_ranges, config.max_peers),
+            peers: Peers::from_config(config),
             pool: Pool::new(config.mtu as usize + 64, cap),
             tx,
             shares: [config.tun_share, config.native_share],
@@ -336,7 +336,7 @@ impl Engine {
             self.pool.free(id);
             return;
         };
-        let peer = match self.peers.route(dst) {
+        let peer = match self.lookup(|p| p.route(dst)) {
             Ok(p) => p,
             Err(_) => {
                 self.counters.drop_no_route += 1;
@@ -420,7 +420,7 @@ impl Engine {
             self.pool.free(id);
             return refuse(Kind::Reject, Some(Reject::TooLarge));
         }
-        let peer = match self.peers.accept(header.peer) {
+        let peer = match self.lookup(|p| p.accept(header.peer)) {
             Ok(p) => p,
             Err(_) => {
                 self.counters.drop_native_unknown_peer += 1;
@@ -479,7 +479,7 @@ impl Engine {
         truncated: bool,
     ) {
         self.counters.udp_rx_datagrams += 1;
-        let peer = match self.peers.accept(*from.ip()) {
+        let peer = match self.lookup(|p| p.accept(*from.ip())) {
             Ok(p) => p,
             Err(e) => {
                 match e {
@@ -528,11 +528,79 @@ impl Engine {
                     // `len` is at most a buffer, far below u32::MAX.
                     self.rx.credit_mut().charge_unpulled(len as u32 + extra);
                 }
-                self.tx.handle_control(now, peer, &h);
+                if self.peers.needs_confirmation(peer) {
+                    self.control_from_unconfirmed(now, peer, &h);
+                } else {
+                    self.tx.handle_control(now, peer, &h);
+                }
                 while let Some((_, acked)) = self.tx.poll_acked() {
                     self.pool.free(acked.payload);
                 }
             }
+        }
+    }
+
+    /// A peer table lookup that may create a peer: if it took an evicted peer's
+    /// slot, everything kept under that slot is reset first.
+    fn lookup(
+        &mut self,
+        find: impl FnOnce(&mut Peers) -> Result<PeerId, PeerError>,
+    ) -> Result<PeerId, PeerError> {
+        let found = find(&mut self.peers);
+        if let Some(e) = self.peers.take_evicted() {
+            self.forget_slot(e.id, e.endpoint);
+        }
+        found
+    }
+
+    /// Resets every per-peer state kept under slot `slot`, which an evicted peer at
+    /// `endpoint` held, so that the new peer given the slot inherits nothing: each
+    /// sending EQIF's tunnel (queues, credit, epoch, path statistics), the receiving
+    /// tunnels, reorder queues and credit state of the peer's sending EQIFs. What
+    /// they held is dropped and counted. Nothing is sent to the evicted peer: its
+    /// next packet finds no state here, as after a restart of this daemon.
+    fn forget_slot(&mut self, slot: PeerId, endpoint: SocketAddrV4) {
+        self.counters.peers_evicted += 1;
+        let mut dropped = Vec::new();
+        for eqif in 0..self.tx.eqif_count() {
+            dropped.extend(self.tx.eqif_mut(eqif).drop_tunnel(slot));
+        }
+        if !dropped.is_empty() {
+            // Datagrams still waiting to be sent read these buffers.
+            self.outbox
+                .retain(|d| d.dst != endpoint || d.payload.is_none());
+        }
+        for sender_id in 0..EQIF_CLASSES as u16 {
+            dropped.extend(self.rx.forget_peer(rx_peer(slot, sender_id)));
+        }
+        self.counters.drop_evicted += dropped.len() as u64;
+        for b in dropped {
+            self.pool.free(b);
+        }
+    }
+
+    /// A control packet for our sending tunnel to a range peer not yet confirmed:
+    /// handled as any other, and watched. The peer is confirmed once a tunnel of
+    /// ours to it reaches ESTABLISHED in an epoch we chose; a SYN-ACK that moves a
+    /// tunnel to another epoch marks it steered, and it confirms nothing since
+    /// (`peers.rs` explains why).
+    fn control_from_unconfirmed(&mut self, now: Time, peer: PeerId, h: &ControlHeader) {
+        let eqif = self.tx.find(h.sender_id);
+        let state = |tx: &Uplink<BufId>| eqif.and_then(|i| tx.eqif(i).tunnel_state(peer));
+        let before = state(&self.tx);
+        self.tx.handle_control(now, peer, h);
+        let (Some(eqif), Some(after)) = (eqif, state(&self.tx)) else {
+            return;
+        };
+        let epoch = |s: Option<TxState>| match s {
+            Some(TxState::SynSent { epoch } | TxState::Established { epoch }) => Some(epoch),
+            _ => None,
+        };
+        if h.syn && epoch(Some(after)).is_some() && epoch(Some(after)) != epoch(before) {
+            self.peers.steered(peer, eqif);
+        }
+        if matches!(after, TxState::Established { .. }) && !self.peers.is_steered(peer, eqif) {
+            self.peers.confirm(peer);
         }
     }
 

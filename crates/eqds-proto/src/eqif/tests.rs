@@ -172,6 +172,70 @@ fn drop_peer_hands_back_held_packets_and_forgets_the_epoch() {
     assert_eq!(controls(&mut rx), [(ControlKind::Rst, isn + 3, false)]);
 }
 
+/// The id of a forgotten peer given to another host: nothing of the old one's
+/// tunnel, reorder queue, undelivered packets, credit or queued answers remains.
+#[test]
+fn forget_peer_leaves_nothing_for_the_next_host_under_the_id() {
+    const OTHER: PeerId = 4;
+    let mut rx = eqif();
+    let isn = isn_for_epoch(900);
+    let wants = |seq, syn, pull_target| DataHeader {
+        pull_target,
+        ..data(seq, syn)
+    };
+    // Released in order but not yet polled, then held behind a hole.
+    rx.handle_data(0, SRC, &wants(isn, true, 5), 1, 100);
+    rx.handle_data(0, SRC, &wants(isn + 2, true, 6), 2, 100);
+    rx.handle_data(0, OTHER, &wants(isn, true, 1), 7, 100);
+    // Some PULLs go out, and every answer so far is polled.
+    for _ in 0..3 {
+        let at = rx.poll_timeout().unwrap();
+        rx.handle_timeout(at);
+    }
+    while rx.poll_control(0).is_some() {}
+    assert!(rx.credit().sender(SRC).unwrap().pulls_sent > 0);
+    // One more answer for the old peer waits, and one for the other peer.
+    rx.handle_data(0, SRC, &wants(isn + 3, true, 6), 3, 100);
+    rx.handle_data(0, OTHER, &wants(isn + 1, true, 1), 8, 100);
+
+    let mut lost = rx.forget_peer(SRC);
+    lost.sort();
+    assert_eq!(lost, [1, 2, 3]);
+    assert_eq!(rx.stats().lost_on_drop, 3);
+    assert_eq!(rx.tunnel_state(SRC), RxState::Closed);
+    assert_eq!(rx.reorder_len(SRC), 0);
+    assert_eq!(rx.credit().sender(SRC), None);
+    assert_eq!(
+        delivered(&mut rx),
+        [
+            (DeliveryKind::InOrder { seq: isn }, 7),
+            (DeliveryKind::InOrder { seq: isn + 1 }, 8)
+        ],
+        "only the other peer's packets are left"
+    );
+    let left: Vec<PeerId> = std::iter::from_fn(|| rx.poll_control(0))
+        .map(|(dst, _)| dst)
+        .collect();
+    assert_eq!(left, [OTHER], "the old peer's SYN-ACK is not sent");
+    assert_eq!(rx.credit().busy_time_ns(), 0, "no PULL is owed to anyone");
+
+    // A new host under the id, in an epoch the old tunnel would have taken for
+    // stale: established afresh, and its answer carries pull number 0.
+    let isn = isn_for_epoch(3);
+    rx.handle_data(0, SRC, &data(isn, true), 9, 100);
+    assert_eq!(rx.tunnel_state(SRC), RxState::Established { epoch: 3 });
+    assert_eq!(
+        delivered(&mut rx),
+        [(DeliveryKind::InOrder { seq: isn }, 9)]
+    );
+    let (dst, h) = rx.poll_control(0).unwrap();
+    assert_eq!(
+        (dst, h.kind, h.syn, h.pull_no),
+        (SRC, ControlKind::Ack, true, 0)
+    );
+    assert!(rx.forget_peer(PeerId::MAX).is_empty());
+}
+
 #[test]
 fn close_peer_tells_the_sender() {
     let mut rx = eqif();

@@ -364,3 +364,62 @@ fn without_coalescing_every_packet_is_acked_at_once() {
         (ControlKind::Ack, 5, false)
     );
 }
+
+/// A sender's id given to another host after `forget`: the newcomer owes nothing,
+/// is owed nothing, and nothing meant for the old sender reaches it.
+#[test]
+fn a_forgotten_sender_leaves_no_credit_state_behind() {
+    let mut r = Receiver::new(ReceiverConfig {
+        ack_coalesce: 4,
+        ..config(Policy::Weighted)
+    });
+    r.handle_data(0, 1, &data(0, 3), 1000);
+    r.handle_data(0, 2, &rts(0, 40), 0);
+    r.set_weight(2, 7);
+    r.set_class(2, 3);
+    drain(&mut r, 0);
+    // Sender 2 is owed PULLs, is in the ASL, has a deferred ACK and a queued answer.
+    r.account(0, 2, &data(0, 40), 1000);
+    r.defer_ack(0, 2, 0);
+    r.queue_control(2, ControlKind::Nack, 1, false);
+    assert_eq!(r.busy_time_ns(), 43 * 1_200);
+
+    assert!(r.forget(2));
+    assert!(!r.forget(2), "forgotten already");
+    assert_eq!(r.sender(2), None);
+    assert_eq!(
+        r.busy_time_ns(),
+        3 * 1_200,
+        "its owed PULLs no longer count"
+    );
+    assert!(drain(&mut r, 0).is_empty(), "its queued answer is gone");
+    let pulls = run_pulls(&mut r, 100);
+    assert_eq!(
+        pulls.len(),
+        3,
+        "no PULL and no deferred ACK for the old sender"
+    );
+    assert!(pulls.iter().all(|&(_, p)| p == 1));
+    assert_eq!(r.poll_timeout(), None);
+
+    // Another host under the same id starts from nothing, in the forgotten one's
+    // place in memory.
+    let known = r.peers.len();
+    r.handle_data(100 * MTU_TIME, 2, &rts(0, 1), 0);
+    let st = r.sender(2).unwrap();
+    assert_eq!(
+        (st.pulls_sent, st.pull_target, st.weight, st.class),
+        (0, 1, 1, 0)
+    );
+    assert_eq!(
+        (st.data_packets, st.rts_packets, st.payload_bytes),
+        (0, 1, 0)
+    );
+    assert_eq!(r.peers.len(), known);
+    let answer = drain(&mut r, 100 * MTU_TIME);
+    assert_eq!(answer.len(), 1);
+    assert_eq!((answer[0].0, answer[0].1.pull_no), (2, 0));
+    assert_eq!(run_pulls(&mut r, 100).len(), 1, "exactly what it asked for");
+    // Forgetting an id never seen changes nothing.
+    assert!(!r.forget(99));
+}

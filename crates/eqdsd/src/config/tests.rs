@@ -259,3 +259,88 @@ fn ipv6_errors_name_the_key() {
     ));
     assert!(e.starts_with("peer_range[0].allowed_ips:"), "{e}");
 }
+
+/// `MINIMAL` with `[[peer]]` tables for (endpoint, allowed_ips).
+fn with_peers(peers: &[(&str, &str)]) -> String {
+    let mut text = MINIMAL.to_string();
+    for (endpoint, allowed) in peers {
+        text += &format!("\n[[peer]]\nendpoint = \"{endpoint}\"\nallowed_ips = [{allowed}]\n");
+    }
+    text
+}
+
+#[test]
+fn the_same_prefix_on_two_peers_is_rejected_naming_both() {
+    let e = err(&with_peers(&[
+        ("192.168.0.9:9", "\"10.99.0.0/16\", \"fd00:99::/48\""),
+        ("192.168.0.10:9", "\"10.98.0.0/16\", \"fd00:99::1/48\""),
+    ]));
+    assert_eq!(
+        e,
+        "peer[1].allowed_ips: fd00:99::/48 is also peer[0]'s (192.168.0.9:9): the same \
+         prefix on two peers leaves open which one owns its addresses"
+    );
+    // Nested prefixes name a winner, the longer one: a host inside a gateway's prefix.
+    let ok = with_peers(&[
+        ("192.168.0.9:9", "\"10.99.0.0/16\""),
+        ("192.168.0.10:9", "\"10.99.7.0/24\""),
+    ]);
+    assert_eq!(Config::parse(&ok).unwrap().peers.len(), 2);
+}
+
+#[test]
+fn this_host_as_a_peer_is_rejected() {
+    // MINIMAL listens on 10.77.1.1:7700.
+    let e = err(&with_peers(&[("10.77.1.1:7700", "\"10.99.0.0/16\"")]));
+    assert!(
+        e.starts_with("peer[0].endpoint: 10.77.1.1:7700 is this daemon's own tunnel.listen"),
+        "{e}"
+    );
+    // Listening on every address, a loopback address with the same port is this host.
+    let any = |text: String| text.replace("10.77.1.1:7700", "0.0.0.0:7700");
+    let e = err(&any(with_peers(&[("127.0.0.1:7700", "\"10.99.0.0/16\"")])));
+    assert!(e.starts_with("peer[0].endpoint: 127.0.0.1:7700"), "{e}");
+    // Another daemon on this host, on another port, is a peer.
+    let ok = with_peers(&[("10.77.1.1:7701", "\"10.99.0.0/16\"")]);
+    assert!(Config::parse(&ok).is_ok());
+    // Whatever the endpoint: a prefix inside this host's subnet holding its own
+    // address is this host's share (interface.address is 10.88.1.1/16).
+    let e = err(&any(with_peers(&[("10.77.5.5:7700", "\"10.88.1.0/24\"")])));
+    assert_eq!(
+        e,
+        "peer[0].allowed_ips: 10.88.1.0/24 holds this host's own address 10.88.1.1 and lies \
+         inside its own subnet 10.88.0.0/16: that is this host's share, so peer[0] \
+         (10.77.5.5:7700) looks like this host itself"
+    );
+    let six = with_peers(&[("10.77.5.5:7700", "\"fd00:88:1::1/128\"")])
+        .replace("[tunnel]", "address6 = \"fd00:88:1::1/64\"\n[tunnel]");
+    assert!(err(&six).starts_with("peer[0].allowed_ips: fd00:88:1::1/128 holds"));
+    // A gateway's prefix wider than the subnet holds it too, and is fine.
+    let ok = with_peers(&[("10.77.5.5:7700", "\"0.0.0.0/0\"")]);
+    assert!(Config::parse(&ok).is_ok());
+}
+
+#[test]
+fn overlapping_peer_ranges_are_rejected_and_a_range_holding_this_host_is_not() {
+    // MINIMAL's range holds this host (10.77.1.1 owning 10.88.1.1), as a file for a
+    // whole rack does: the peer table makes no peer of it.
+    assert!(Config::parse(MINIMAL).is_ok());
+    let range = |endpoints: &str, allowed: &str| {
+        format!(
+            "{MINIMAL}\n[[peer_range]]\nendpoints = \"{endpoints}\"\nport = 7700\n\
+             allowed_ips = \"{allowed}\"\n"
+        )
+    };
+    let e = err(&range("10.66.0.0/24", "10.88.5.0/24"));
+    assert_eq!(
+        e,
+        "peer_range[1].allowed_ips: 10.88.5.0/24 overlaps peer_range[0].allowed_ips \
+         10.88.0.0/16: two hosts would own one inner address"
+    );
+    let e = err(&range("10.77.200.0/24", "10.89.0.0/24"));
+    assert!(
+        e.starts_with("peer_range[1].endpoints: 10.77.200.0/24 overlaps peer_range[0]"),
+        "{e}"
+    );
+    assert!(Config::parse(&range("10.66.0.0/24", "10.89.0.0/24")).is_ok());
+}
