@@ -206,7 +206,7 @@ use MetricType::{Counter, Gauge};
 /// The sending side's per-tunnel metrics: name (after `eqdsd_tunnel_`, without the
 /// `_total` a counter gets), kind, help, value.
 type TxGetter = fn(&TunnelStats) -> i128;
-const TX_METRICS: [(&str, MetricType, &str, TxGetter); 15] = [
+const TX_METRICS: [(&str, MetricType, &str, TxGetter); 17] = [
     (
         "tx_send_queue_bytes",
         Gauge,
@@ -285,6 +285,18 @@ const TX_METRICS: [(&str, MetricType, &str, TxGetter); 15] = [
     ("tx_epochs", Counter, "Tunnel epochs started", |s| {
         s.epochs.into()
     }),
+    (
+        "tx_pull_rebases",
+        Counter,
+        "Times the peer's pull count was taken as a new baseline, not credit: the peer restarted, or this daemon did",
+        |s| s.pull_rebases.into(),
+    ),
+    (
+        "tx_stale_pulls",
+        Counter,
+        "Pull numbers ignored as a restarted peer's previous incarnation's, still in flight",
+        |s| s.stale_pulls.into(),
+    ),
 ];
 
 /// What one scrape shows.

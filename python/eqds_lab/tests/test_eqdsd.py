@@ -331,7 +331,7 @@ def transfer(testbed: Bed, size: int, during=None) -> tuple[int, str]:
         )  # fmt: skip
         if during is not None:
             during()
-        assert send.wait(timeout=120) == 0
+        assert send.wait(timeout=30) == 0
         count, digest = recv.stdout.readline().split()
         return int(count), digest
     finally:
@@ -354,6 +354,54 @@ def test_receiver_daemon_restart_mid_transfer_keeps_bytes_intact(
     count, digest = transfer(testbed, size, restart)
     assert (count, digest) == (size, expected_digest(size))
     assert daemons.metrics(1)['eqdsd_tunnel_tx_epochs_total{peer="10.77.2.1"}'] >= 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill", "term"])
+def test_a_receiver_restarted_after_a_gigabyte_gets_tcp_flowing_within_two_seconds(
+    testbed: Bed, daemons: Daemons, sig: signal.Signals
+) -> None:
+    """Issue 24: the sender kept its pull count across the receiver's restart and
+    ignored the new daemon's PULLs until they passed it, 20-35 s after a few hundred
+    thousand PULLs. After a gigabyte (700k PULLs) TCP must flow again within 2 s of
+    the new daemon answering."""
+    mbps = 1000
+    star(testbed, daemons, 2, (1, 2), mbps=mbps)
+    testbed.iperf3_server(2, 5201, addr=inner(2))
+    tx = 'eqdsd_tunnel_tx_bytes_total{peer="10.77.2.1"}'
+    rx = 'eqdsd_tunnel_rx_bytes_total{peer="10.77.1.1"}'
+    with ThreadPoolExecutor(1) as pool:
+        flow = pool.submit(testbed.iperf3_client, 1, 2, 5201, "-C", "cubic",
+                           seconds=100, addr=inner(2))  # fmt: skip
+        try:
+            start = time.monotonic()
+            while daemons.metrics(1).get(tx, 0) < 1e9:
+                assert time.monotonic() < start + 90, daemons.metrics(1)
+                assert not flow.done(), flow.result()
+                time.sleep(0.2)
+            before = daemons.metrics(1)
+            loaded = time.monotonic() - start
+            daemons.stop(2, sig)
+            time.sleep(0.3)
+            daemons.start(2, f"{mbps}mbit")
+            up = time.monotonic()
+            # Resumed: the new daemon has delivered a megabyte of the flow.
+            while daemons.metrics(2).get(rx, 0) < 1e6:
+                waited = time.monotonic() - up
+                assert waited < 2, (
+                    f"no TCP through the restarted daemon {waited:.1f} s after it came up: "
+                    f"sender {daemons.metrics(1)}, receiver {daemons.metrics(2)}"
+                )
+                time.sleep(0.05)
+            resumed = time.monotonic() - up
+            after = daemons.metrics(1)
+        finally:
+            # Ends the iperf3 client at once rather than after its 100 s.
+            testbed.kill_servers()
+    print(
+        f"history {before[tx] / 1e9:.2f} GB in {loaded:.1f} s, resumed {resumed:.2f} s after the restart"
+    )
+    rebases = 'eqdsd_tunnel_tx_pull_rebases_total{peer="10.77.2.1"}'
+    assert after[rebases] > before.get(rebases, 0), after
 
 
 def test_one_percent_loss_on_the_path_still_delivers_everything(

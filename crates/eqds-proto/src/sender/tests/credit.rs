@@ -225,7 +225,10 @@ fn an_rst_far_behind_moves_to_the_restarted_receivers_count() {
     // A PULL of the old incarnation, still on its way, changes nothing...
     s.handle_control(5, 1, &pull(1003));
     let st = s.tunnel(1).unwrap();
-    assert_eq!((st.highest_pull, st.stale_pulls, st.pull_rebases), (4, 1, 2));
+    assert_eq!(
+        (st.highest_pull, st.stale_pulls, st.pull_rebases),
+        (4, 1, 2)
+    );
     // ...but one a retransmit timeout later means the old count is alive: the RST
     // was stale, and the tunnel goes back to it.
     s.handle_control(100 * RTO, 1, &pull(1004));
@@ -244,4 +247,24 @@ fn a_pull_far_behind_is_an_overtaken_packet_without_evidence_of_a_restart() {
     s.handle_control(2, 1, &syn_ack(ControlKind::Ack, 0, 3));
     let st = s.tunnel(1).unwrap();
     assert_eq!((st.highest_pull, st.pull_rebases, st.epochs), (1000, 1, 1));
+}
+
+#[test]
+fn a_restarting_tunnel_takes_a_pull_far_behind_as_the_new_count() {
+    let mut s = following_a_long_count(Mode::Rts);
+    drain(&mut s, 1);
+    s.handle_control(2, 1, &pull(1002));
+    let sent = drain(&mut s, 2);
+    // The receiver closes our tunnel as it shuts down: its RST carries its old
+    // count, so nothing to rebase, but the tunnel restarts in a new epoch.
+    let rst = control(ControlKind::Rst, sent[0].header.seq, 1002, 0);
+    s.handle_control(3, 1, &rst);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.pull_rebases, st.epochs), (1002, 1, 2));
+    assert_eq!(s.tunnel_state(1), Some(TxState::SynSent { epoch: 1 }));
+    // The new receiver answers the SYN-SENT tunnel's RTS with a PULL of its count.
+    drain(&mut s, 3);
+    s.handle_control(4, 1, &pull(1));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.pull_rebases), (1, 2));
 }
