@@ -360,6 +360,7 @@ impl<P: Clone> Sender<P> {
         fresh.pull_unsynced = true;
         fresh.counted_in_flight = t.counted_in_flight;
         fresh.window = t.window;
+        fresh.window_pulls = t.window_pulls;
         let old = std::mem::replace(t, fresh);
         self.settle(idx);
         old.in_flight
@@ -390,6 +391,7 @@ impl<P: Clone> Sender<P> {
         let idx = self.tunnel_index(dst);
         let t = &mut self.tunnels[idx];
         t.window = window;
+        t.window_pulls = window.div_ceil(self.config.mtu) as i32;
         t.credit = t.credit.min(i64::from(window));
         t.spare = t.spare.min(i64::from(window) - t.credit);
     }
@@ -554,27 +556,31 @@ impl<P: Clone> Sender<P> {
         t.quiet_since = now;
         t.busy_until = now + Time::from(header.busy_time_ns) * PS_PER_NS;
 
-        // Every control type carries the cumulative pull number (Q3). A restarted
-        // receiver shows itself by an RST, or by any answer while our tunnel is
-        // restarting (SYN-SENT in an epoch after its first, or still receiving the
-        // SYN-ACKs of such an epoch): all carry its fresh count.
-        let restarting = t.stats.epochs > 1 && t.fsm.syn();
-        let recount = restarting
-            || match header.kind {
-                ControlKind::Rst => !(seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some()),
-                // Not in a tunnel's first epoch: its count is too young to stall on,
-                // and its initial window's SYN-ACKs, overtaken by PULLs, would look
-                // like one.
-                ControlKind::Ack | ControlKind::Nack => {
-                    header.syn
-                        && t.stats.epochs > 1
-                        && t.fsm.epoch().is_some_and(|e| {
-                            epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
-                        })
-                }
-                ControlKind::Pull => false,
-            };
-        t.hear_pull_number(now, header.pull_no, recount, cfg.mtu, t.rtt.rto(cfg.rto));
+        // Every control type carries the cumulative pull number (Q3).
+        if !t.credit_pull_number(header.pull_no, cfg.mtu) {
+            // Not a plain rise or an overtaken packet. A restarted receiver shows
+            // itself by an RST, or by any answer while our tunnel is restarting
+            // (SYN-SENT in an epoch after its first, or still receiving the SYN-ACKs
+            // of such an epoch): all carry its fresh count.
+            let restarting = t.stats.epochs > 1 && t.fsm.syn();
+            let recount = restarting
+                || match header.kind {
+                    ControlKind::Rst => !(seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some()),
+                    // Not in a tunnel's first epoch: its count is too young to stall
+                    // on, and its initial window's SYN-ACKs, overtaken by PULLs,
+                    // would look like one.
+                    ControlKind::Ack | ControlKind::Nack => {
+                        header.syn
+                            && t.stats.epochs > 1
+                            && t.fsm.epoch().is_some_and(|e| {
+                                epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
+                            })
+                    }
+                    ControlKind::Pull => false,
+                };
+            let quarantine = t.rtt.rto(cfg.rto);
+            t.hear_pull_number(now, header.pull_no, recount, cfg.mtu, quarantine);
+        }
 
         // Appendix A: SYN-ACKs, SYN-NACKs and RSTs go through the state machine first.
         let process = match header.kind {

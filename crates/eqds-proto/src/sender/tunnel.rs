@@ -105,6 +105,9 @@ pub(super) struct Tunnel<P> {
     /// [`Sender::set_window`](super::Sender::set_window) gave this destination its
     /// own.
     pub(super) window: u32,
+    /// `window` in MTUs, rounded up: how far a pull number may lie from the count
+    /// this tunnel follows (see `hear_pull_number`).
+    pub(super) window_pulls: i32,
     /// Highest pull number seen, in serial order (item 13).
     pub(super) highest_pull: u32,
     /// Pull target carried by the last DATA or RTS sent.
@@ -159,6 +162,7 @@ impl<P> Tunnel<P> {
             credit: 0,
             spare: 0,
             window: cfg.window,
+            window_pulls: cfg.window.div_ceil(cfg.mtu) as i32,
             highest_pull: 0,
             last_target: 0,
             busy_until: 0,
@@ -201,6 +205,35 @@ impl<P> Tunnel<P> {
         }
     }
 
+    /// The common cases of [`Tunnel::hear_pull_number`], cheap enough for every
+    /// control packet: a rise within the targets we sent becomes credit, a number
+    /// at most a window behind is an overtaken packet. Returns `false`, changing
+    /// nothing, when the number needs the full rules.
+    pub(super) fn credit_pull_number(&mut self, pull_no: u32, mtu: u32) -> bool {
+        if self.pull_unsynced || self.forsaken.is_some() {
+            return false;
+        }
+        let gained = seq_diff(pull_no, self.highest_pull);
+        if gained > 0 && seq_diff(pull_no, self.last_target) <= 0 {
+            self.credit_pulls(pull_no, gained, mtu);
+            true
+        } else {
+            (-self.window_pulls..=0).contains(&gained)
+        }
+    }
+
+    /// Credit for the PULLs up to `pull_no`, `gained` of them, clamped to the window.
+    fn credit_pulls(&mut self, pull_no: u32, gained: i32, mtu: u32) {
+        self.highest_pull = pull_no;
+        self.stats.pulls_credited += gained as u64;
+        let window = i64::from(self.window) - self.spare;
+        let credit = self.credit + i64::from(gained) * i64::from(mtu);
+        if credit > window {
+            self.stats.credit_clamped_bytes += (credit - window) as u64;
+        }
+        self.credit = credit.min(window);
+    }
+
     /// Takes the cumulative pull number every control packet carries (item 13, Q3):
     /// credit for the PULLs it reveals, or a new baseline when the number cannot be
     /// part of the count this tunnel follows (see "Pull numbers across restarts" in
@@ -224,7 +257,7 @@ impl<P> Tunnel<P> {
             self.rebase_pulls(pull_no);
             return;
         }
-        let window_pulls = self.window.div_ceil(mtu) as i32;
+        let window_pulls = self.window_pulls;
         if let Some((old, until)) = self.forsaken {
             if seq_diff(pull_no, old).abs() <= window_pulls {
                 if now < until {
@@ -240,14 +273,7 @@ impl<P> Tunnel<P> {
         }
         let gained = seq_diff(pull_no, self.highest_pull);
         if gained > 0 && seq_diff(pull_no, self.last_target) <= window_pulls {
-            self.highest_pull = pull_no;
-            self.stats.pulls_credited += gained as u64;
-            let window = i64::from(self.window) - self.spare;
-            let credit = self.credit + i64::from(gained) * i64::from(mtu);
-            if credit > window {
-                self.stats.credit_clamped_bytes += (credit - window) as u64;
-            }
-            self.credit = credit.min(window);
+            self.credit_pulls(pull_no, gained, mtu);
         } else if gained > 0 {
             // More than a window past every target we sent: a receiver counts PULLs
             // only up to the targets it has seen, so this count is mostly PULLs
