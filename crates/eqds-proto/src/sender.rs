@@ -189,7 +189,7 @@ use std::collections::VecDeque;
 
 use crate::paths::PathStats;
 use crate::time::{Time, PS_PER_NS};
-use crate::tunnel::{epoch_order, EpochOrder, TxEvent, TxState, TxTunnel};
+use crate::tunnel::{TxEvent, TxState, TxTunnel};
 use crate::wire::{epoch_of, seq_le, seq_lt, ControlHeader, ControlKind, DataHeader};
 
 mod acks;
@@ -558,28 +558,7 @@ impl<P: Clone> Sender<P> {
 
         // Every control type carries the cumulative pull number (Q3).
         if !t.credit_pull_number(header.pull_no, cfg.mtu) {
-            // Not a plain rise or an overtaken packet. A restarted receiver shows
-            // itself by an RST, or by any answer while our tunnel is restarting
-            // (SYN-SENT in an epoch after its first, or still receiving the SYN-ACKs
-            // of such an epoch): all carry its fresh count.
-            let restarting = t.stats.epochs > 1 && t.fsm.syn();
-            let recount = restarting
-                || match header.kind {
-                    ControlKind::Rst => !(seq_lt(header.ack_no, t.isn) && t.fsm.epoch().is_some()),
-                    // Not in a tunnel's first epoch: its count is too young to stall
-                    // on, and its initial window's SYN-ACKs, overtaken by PULLs,
-                    // would look like one.
-                    ControlKind::Ack | ControlKind::Nack => {
-                        header.syn
-                            && t.stats.epochs > 1
-                            && t.fsm.epoch().is_some_and(|e| {
-                                epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
-                            })
-                    }
-                    ControlKind::Pull => false,
-                };
-            let quarantine = t.rtt.rto(cfg.rto);
-            t.hear_pull_number(now, header.pull_no, recount, cfg.mtu, quarantine);
+            t.hear_unusual_pull_number(now, header, cfg);
         }
 
         // Appendix A: SYN-ACKs, SYN-NACKs and RSTs go through the state machine first.

@@ -11,8 +11,8 @@ use super::{PeerId, SenderConfig, TunnelStats};
 use crate::paths::{PathStats, PathTable};
 use crate::rtt::RttEstimator;
 use crate::time::Time;
-use crate::tunnel::{Actions, TxAction, TxTunnel};
-use crate::wire::{seq_diff, seq_lt, EPOCH_BLOCK};
+use crate::tunnel::{epoch_order, Actions, EpochOrder, TxAction, TxTunnel};
+use crate::wire::{epoch_of, seq_diff, seq_lt, ControlHeader, ControlKind, EPOCH_BLOCK};
 
 /// The longest a stalled tunnel waits on its receiver's busy time before asking
 /// again, in credit-loss timeouts (`credit_loss_deadline`): rounds of PULLs up to
@@ -232,6 +232,42 @@ impl<P> Tunnel<P> {
             self.stats.credit_clamped_bytes += (credit - window) as u64;
         }
         self.credit = credit.min(window);
+    }
+
+    /// What [`Tunnel::credit_pull_number`] left: works out whether `header` is
+    /// evidence of a restarted receiver and applies the full rules. Kept out of line:
+    /// it runs on restarts, not per packet.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn hear_unusual_pull_number(
+        &mut self,
+        now: Time,
+        header: &ControlHeader,
+        cfg: &SenderConfig,
+    ) {
+        // A restarted receiver shows itself by an RST, or by any answer while our
+        // tunnel is restarting (SYN-SENT in an epoch after its first, or still
+        // receiving the SYN-ACKs of such an epoch): all carry its fresh count.
+        let restarting = self.stats.epochs > 1 && self.fsm.syn();
+        let recount = restarting
+            || match header.kind {
+                ControlKind::Rst => {
+                    !(seq_lt(header.ack_no, self.isn) && self.fsm.epoch().is_some())
+                }
+                // Not in a tunnel's first epoch: its count is too young to stall on,
+                // and its initial window's SYN-ACKs, overtaken by PULLs, would look
+                // like one.
+                ControlKind::Ack | ControlKind::Nack => {
+                    header.syn
+                        && self.stats.epochs > 1
+                        && self.fsm.epoch().is_some_and(|e| {
+                            epoch_order(epoch_of(header.ack_no), e) == EpochOrder::Same
+                        })
+                }
+                ControlKind::Pull => false,
+            };
+        let quarantine = self.rtt.rto(cfg.rto);
+        self.hear_pull_number(now, header.pull_no, recount, cfg.mtu, quarantine);
     }
 
     /// Takes the cumulative pull number every control packet carries (item 13, Q3):
