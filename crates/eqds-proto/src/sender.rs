@@ -176,7 +176,11 @@
 //!   count are taken for the old incarnation's packets still in flight and ignored
 //!   (by the first rule they would move the baseline back); after it, they mean
 //!   the old count is alive (the evidence was an overtaken packet), and the tunnel
-//!   goes back to it.
+//!   goes back to it, until the first other number forgets the old count.
+//! - **The first number heard.** A new tunnel counts from zero, and a receiver with
+//!   a long history may be anywhere in the serial space: more than half of it away,
+//!   its count looks far *behind* zero. The first number a tunnel hears is
+//!   therefore evidence of its own: far behind, it is the baseline.
 //!
 //! A rebase never grants credit; a wrong one costs the credit of the PULLs until the
 //! tunnel is back on the right count (at most a retransmit timeout).

@@ -148,7 +148,7 @@ pub fn render_with(snapshot: Snapshot, server: &ServerStats) -> String {
     out
 }
 
-/// The content type of [`render`]'s text.
+/// The content type of [`render_with`]'s text.
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 /// A tunnel's labels: the peer's tunnel address, and for the native EQIF `eqif`.

@@ -87,8 +87,10 @@
 //!   this daemon, and its next packet makes it a peer again.
 //! - A peer whose receiver held an epoch of an older tunnel of ours (we forgot the
 //!   tunnel, it did not) is steered half of the time on reconnecting, and stays
-//!   unconfirmed until its tunnel is next started afresh. It works, and is evicted
-//!   only when idle across a sweep of the hand.
+//!   unconfirmed for as long as it holds its slot: the steered mark is cleared
+//!   only by eviction, since even an idle re-open continues from the steered epoch.
+//!   It works, and is evicted only when idle across a sweep of the hand (under an
+//!   address-spraying flood, each time it goes idle).
 //! - Epochs come from a fast generator seeded from the clock, not a cryptographic
 //!   one: an attacker that learns the seed could predict them.
 

@@ -132,6 +132,10 @@ pub(super) struct Tunnel<P> {
     /// Re-created by [`Sender::drop_tunnel`](super::Sender::drop_tunnel): the next
     /// control packet's pull number is the baseline, not credit.
     pub(super) pull_unsynced: bool,
+    /// A pull number has been heard since the tunnel was created. Until then a
+    /// number far behind our zero is a receiver with a long history (past half the
+    /// serial space), not an overtaken packet: it becomes the baseline.
+    pub(super) heard_pulls: bool,
     /// A pull count given up for a restarted receiver's (its last number), and until
     /// when numbers near it are taken for the old incarnation's packets still in
     /// flight rather than for a count alive again.
@@ -147,6 +151,7 @@ impl<P> Tunnel<P> {
             isn: first_seq & !(EPOCH_BLOCK - 1),
             pull_unsynced: false,
             forsaken: None,
+            heard_pulls: false,
             next_seq: first_seq,
             send_queue: VecDeque::new(),
             ahead: 0,
@@ -214,12 +219,14 @@ impl<P> Tunnel<P> {
             return false;
         }
         let gained = seq_diff(pull_no, self.highest_pull);
-        if gained > 0 && seq_diff(pull_no, self.last_target) <= 0 {
+        let common = if gained > 0 && seq_diff(pull_no, self.last_target) <= 0 {
             self.credit_pulls(pull_no, gained, mtu);
             true
         } else {
             (-self.window_pulls..=0).contains(&gained)
-        }
+        };
+        self.heard_pulls |= common;
+        common
     }
 
     /// Credit for the PULLs up to `pull_no`, `gained` of them, clamped to the window.
@@ -248,8 +255,11 @@ impl<P> Tunnel<P> {
         // A restarted receiver shows itself by an RST, or by any answer while our
         // tunnel is restarting (SYN-SENT in an epoch after its first, or still
         // receiving the SYN-ACKs of such an epoch): all carry its fresh count.
+        // The first number a tunnel hears is evidence too: far behind our zero, it
+        // is a count past half the serial space.
         let restarting = self.stats.epochs > 1 && self.fsm.syn();
-        let recount = restarting
+        let recount = !self.heard_pulls
+            || restarting
             || match header.kind {
                 ControlKind::Rst => {
                     !(seq_lt(header.ack_no, self.isn) && self.fsm.epoch().is_some())
@@ -268,6 +278,7 @@ impl<P> Tunnel<P> {
             };
         let quarantine = self.rtt.rto(cfg.rto);
         self.hear_pull_number(now, header.pull_no, recount, cfg.mtu, quarantine);
+        self.heard_pulls = true;
     }
 
     /// Takes the cumulative pull number every control packet carries (item 13, Q3):
@@ -295,16 +306,23 @@ impl<P> Tunnel<P> {
         }
         let window_pulls = self.window_pulls;
         if let Some((old, until)) = self.forsaken {
-            if seq_diff(pull_no, old).abs() <= window_pulls {
-                if now < until {
-                    // The previous incarnation's, still on its way.
+            let near_old = seq_diff(pull_no, old).unsigned_abs() <= window_pulls as u32;
+            match (near_old, now < until) {
+                // The previous incarnation's, still on its way.
+                (true, true) => {
                     self.stats.stale_pulls += 1;
-                } else {
-                    // The count we gave up is alive after all: the evidence that
-                    // moved us off it was an overtaken packet.
-                    self.rebase_pulls(pull_no);
+                    return;
                 }
-                return;
+                // The count we gave up is alive after all: the evidence that moved
+                // us off it was an overtaken packet.
+                (true, false) => {
+                    self.rebase_pulls(pull_no);
+                    return;
+                }
+                // The old incarnation has had its time: forget it, so that the new
+                // count does not take it for the old one when it gets there.
+                (false, false) => self.forsaken = None,
+                (false, true) => {}
             }
         }
         let gained = seq_diff(pull_no, self.highest_pull);

@@ -14,7 +14,9 @@
 //!    calling the request hook, which in the daemon wakes the event loop's poll (a
 //!    `mio::Waker`, one eventfd write).
 //! 2. On its next turn the event loop copies its counters into a [`Snapshot`] (no
-//!    formatting, a few microseconds) and hands it over with [`Publisher::publish`]:
+//!    formatting; linear in the peers known, a few microseconds for a few dozen:
+//!    with many thousands of peers the interval below would have to grow with the
+//!    table) and hands it over with [`Publisher::publish`]:
 //!    a channel send and a wakeup of this thread, neither of which can block.
 //! 3. This thread renders the snapshot (`prometheus-client`) and answers every
 //!    request that was waiting for it.

@@ -24,12 +24,72 @@ fn credit_follows_highest_pull_number_through_loss_and_reordering() {
 fn pull_numbers_compare_across_the_wrap() {
     let mut s = loaded(Mode::Rts, 4);
     drain(&mut s, 0);
-    // A huge jump (half the space) is not credit.
+    // A huge jump (half the space) is not credit: the first number a tunnel hears,
+    // it is a receiver's long history, and the baseline.
     s.handle_control(1, 1, &pull(1 << 31));
-    assert_eq!(s.tunnel(1).unwrap().credit, 0);
-    // u32::MAX is "before" 0: no credit either.
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(
+        (st.credit, st.highest_pull, st.pull_rebases),
+        (0, 1 << 31, 1)
+    );
+    // Half the space on from there is neither credit nor, without evidence of a
+    // restart, a new count.
+    s.handle_control(1, 1, &pull(0));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(
+        (st.credit, st.highest_pull, st.pull_rebases),
+        (0, 1 << 31, 1)
+    );
+    // u32::MAX is one "before" 0 on a fresh tunnel: within a window behind, it
+    // could be an overtaken packet, and changes nothing.
+    let mut s = loaded(Mode::Rts, 4);
+    drain(&mut s, 0);
     s.handle_control(1, 1, &pull(u32::MAX));
-    assert_eq!(s.tunnel(1).unwrap().credit, 0);
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.credit, st.highest_pull), (0, 0));
+}
+
+/// A sender that restarted against a receiver whose count for it lies more than
+/// half the serial space from zero: the first number it hears, behind zero, is the
+/// baseline (the review of issue 24 found such a tunnel ignored every PULL).
+#[test]
+fn a_fresh_tunnel_takes_a_count_past_half_the_space_as_its_baseline() {
+    let mut s = loaded(Mode::Rts, 6);
+    drain(&mut s, 0);
+    let n = 3u32 << 30;
+    s.handle_control(1, 1, &pull(n));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!((st.highest_pull, st.credit, st.pull_rebases), (n, 0, 1));
+    let rts = drain(&mut s, 1);
+    assert_eq!(rts[0].header.pull_target, n + 4);
+    s.handle_control(2, 1, &pull(n + 2));
+    assert_eq!(drain(&mut s, 2).len(), 2);
+}
+
+/// The old count stops being special one quarantine after the rebase: the new count
+/// reaching its neighbourhood later is credit, not the old count coming back.
+#[test]
+fn the_old_count_is_forgotten_after_its_quarantine() {
+    let mut s = loaded(Mode::Rts, 6);
+    drain(&mut s, 0);
+    s.handle_control(1, 1, &pull(1000));
+    drain(&mut s, 1);
+    s.handle_control(2, 1, &pull(1002));
+    let sent = drain(&mut s, 2);
+    s.handle_control(3, 1, &control(ControlKind::Rst, sent[0].header.seq, 3, 0));
+    assert_eq!(s.tunnel(1).unwrap().highest_pull, 3);
+    drain(&mut s, 3);
+    // Long after the quarantine, a number of the new count.
+    s.handle_control(100 * RTO, 1, &pull(4));
+    let st = s.tunnel(1).unwrap();
+    assert_eq!(
+        (st.highest_pull, st.pulls_credited, st.pull_rebases),
+        (4, 3, 2)
+    );
+    // Numbers near 1002 are now plain numbers: far past our targets, a new
+    // baseline; never the "old count alive" rule.
+    s.handle_control(100 * RTO + 1, 1, &pull(1001));
+    assert_eq!(s.tunnel(1).unwrap().stale_pulls, 0);
 }
 
 #[test]
