@@ -24,6 +24,11 @@
 //!   robin (weighted, with optional strict priority levels).
 //! - [`eqif`]: the receiving EQIF joined up: per peer a tunnel state machine and a
 //!   reorder queue next to the credit scheduler, delivering payloads to the host.
+//! - [`host`]: one host's EQDS, the entry point both front ends drive: its sending
+//!   EQIFs, uplink scheduler and receiving EQIF behind `handle_*`/`poll_*` calls.
+//! - [`config`]: the one configuration of EQDS ([`config::EqdsConfig`]), the front
+//!   ends' profiles, and (feature `config`) the `[eqds]` table both files share.
+//! - [`units`]: durations, rates and sizes as configuration files spell them.
 //!
 //! The sender drives its tunnel state machines itself ([`sender::Sender`]); the
 //! receiving side's equivalent is [`eqif::ReceivingEqif`].
@@ -31,7 +36,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod config;
 pub mod eqif;
+pub mod host;
 pub mod paths;
 pub mod receiver;
 pub mod reorder;
@@ -39,5 +46,6 @@ pub mod rtt;
 pub mod sender;
 pub mod time;
 pub mod tunnel;
+pub mod units;
 pub mod uplink;
 pub mod wire;
