@@ -2,11 +2,12 @@
 //!
 //! A scenario's `[eqds]` table and a daemon configuration's `[eqds]` section share
 //! these keys, with the same names, units (`rto = "1ms"`) and values
-//! (`mode = "rts"`). Each front end adds keys of its own (the simulator which
-//! workloads EQDS carries, the daemon its link rate) through the flattened `rest`:
-//! give it a map type, then read the front end's own keys out of it with unknown keys
-//! refused. Every key is optional; what a file leaves out comes from the front end's
-//! profile ([`EqdsConfig::simulator`], [`EqdsConfig::daemon`]).
+//! (`mode = "rts"`). Each front end has keys of its own beside them (the simulator
+//! which workloads EQDS carries, the daemon its link rate): before deserializing, a
+//! front end moves the keys named in [`EqdsTable::KEYS`] out of its `[eqds]` table
+//! into one of these, so that both structs refuse unknown keys and every error
+//! names its key exactly. Every key is optional; what a file leaves out comes from
+//! the front end's profile ([`EqdsConfig::simulator`], [`EqdsConfig::daemon`]).
 
 use serde::Deserialize;
 
@@ -18,7 +19,8 @@ use crate::units::value::Duration;
 /// The shared keys of an `[eqds]` table, as written; `rest` holds the others. See
 /// `docs/scenarios.md` and `docs/eqdsd.md` for each key.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct EqdsTable<R = ()> {
+#[serde(deny_unknown_fields)]
+pub struct EqdsTable {
     /// `"ndp"` or `"rts"`.
     pub mode: Option<String>,
     /// Credit window per tunnel, in packets.
@@ -65,12 +67,36 @@ pub struct EqdsTable<R = ()> {
     pub thin_stream_credit: Option<bool>,
     /// Per-path counters in every tunnel.
     pub path_stats: Option<bool>,
-    /// The front end's own keys.
-    #[serde(flatten)]
-    pub rest: R,
 }
 
-impl<R> EqdsTable<R> {
+impl EqdsTable {
+    /// Every key of the table, as written in a file.
+    pub const KEYS: &'static [&'static str] = &[
+        "mode",
+        "window",
+        "initial_window",
+        "demand_lookahead",
+        "send_queue",
+        "acks_first",
+        "ecn_threshold",
+        "ecn_max_threshold",
+        "ecn_max_p",
+        "rto",
+        "credit_loss_timeout",
+        "policy",
+        "ack_coalesce",
+        "ack_delay",
+        "pull_rate",
+        "pull_burst",
+        "pace_control",
+        "reorder_window",
+        "reorder_timeout",
+        "path_avoidance",
+        "loss_reorder_window",
+        "thin_stream_credit",
+        "path_stats",
+    ];
+
     /// `base` (a front end's profile) with every key this table sets applied, checked
     /// by [`EqdsConfig::validate`].
     pub fn apply(&self, base: &EqdsConfig) -> Result<EqdsConfig, ConfigError> {
