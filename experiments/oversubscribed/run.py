@@ -36,7 +36,7 @@ CONFIGS = {
     "TCP over EQDS, NDP mode": EQDS_NDP,
     "TCP over EQDS, RTS mode": EQDS_RTS,
     "TCP without SACK or small queues": HTSIM_TCP,
-    # The paper's own EQDS windows (spec section 2): its DPDK build's and its kernel
+    # The paper's own EQDS windows (§8.5): its DPDK build's and its kernel
     # build's. It does not say which build ran this experiment.
     "TCP over EQDS, RTS mode, 50-packet window": EQDS_RTS | {"eqds.window": "50"},
     "TCP over EQDS, RTS mode, 150-packet window": EQDS_RTS | {"eqds.window": "150"},
