@@ -222,7 +222,7 @@ def main() -> int:
     passed = write_result(
         args.results,
         experiment="eqdsd-fct",
-        figure="EQDS NSDI'22, Figure 9 (Linux-only variant, spec E3)",
+        figure="EQDS NSDI'22, Figure 9 (Linux-only variant)",
         setup=f"{HOSTS} namespaces on two leaves joined by two routers (ECMP by ports), "
         f"tc links of {RATE}, kernel Cubic, a new connection per 1 MB download from a "
         f"random other host, back to back on every host for {seconds} s, {repeats} "

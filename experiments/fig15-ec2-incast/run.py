@@ -28,8 +28,9 @@ EQDS_LABEL = "TCP over EQDS, RTS mode"
 EQDS_RTS_EC2 = {
     "eqds.enabled": "true",
     "eqds.mode": "rts",
-    # Spec Q7: PULLs at 0.99 of the link leave room for jitter. At exactly the
-    # link rate a queue formed while the incast starts never drains (also measured).
+    # [choice] PULLs at 0.99 of the link leave room for jitter (the paper, §5, paces
+    # at the link rate). At exactly the link rate a queue formed while the incast
+    # starts never drains (also measured).
     "eqds.pull_rate": "0.99",
     # ICMP is not tunnelled: the ping sees the queue EQDS leaves in the network.
     "eqds.legacy_workloads": "[0]",

@@ -97,7 +97,7 @@ def main() -> int:
         experiment="fig7-permutation",
         figure="EQDS NSDI'22, Figure 7 (TCP; RDMA is not modelled)",
         setup="T2 model: 3 ToRs x 2 hosts, 2 spines, all links 25 Gbps (the paper's "
-        "10 Gbps cannot carry its 22-24 Gbps, spec Q17), 1 us links, 4 KiB MTU; each "
+        "10 Gbps cannot carry its 22-24 Gbps), 1 us links, 4 KiB MTU; each "
         "host sends one long TCP Cubic flow (HyStart, SACK/RACK/TLP, TCP small queues) to "
         "a host on another ToR and receives one; throughput over 10-30 ms, seeds 1-10. "
         "TCP: ECMP, 1 MB drop-tail. TCP over EQDS (default window, 100-packet EQIF "

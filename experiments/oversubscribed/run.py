@@ -36,7 +36,7 @@ CONFIGS = {
     "TCP over EQDS, NDP mode": EQDS_NDP,
     "TCP over EQDS, RTS mode": EQDS_RTS,
     "TCP without SACK or small queues": HTSIM_TCP,
-    # The paper's own EQDS windows (spec section 2): its DPDK build's and its kernel
+    # The paper's own EQDS windows (§8.5): its DPDK build's and its kernel
     # build's. It does not say which build ran this experiment.
     "TCP over EQDS, RTS mode, 50-packet window": EQDS_RTS | {"eqds.window": "50"},
     "TCP over EQDS, RTS mode, 150-packet window": EQDS_RTS | {"eqds.window": "150"},
@@ -196,7 +196,7 @@ def main() -> int:
             ),
             (
                 "With that larger window the verdict also moved with the RTO floor, "
-                "which the paper does not give (spec Q10: 100 us to 1 ms; we use 1 ms): "
+                "which the paper does not give (we use 1 ms, of a usual 100 us to 1 ms): "
                 "500 us gave 1.0x TCP, 250 us 0.89x; and with the core queue: at MTU 9000 "
                 "(200 packets are then the paper's 2 MB) 0.96x. NDP mode needs no large "
                 "window to be lossless, since it trims: at 8 clients each of its runs "

@@ -1,7 +1,7 @@
 //! The receiving EQIF joined up: per sending peer, the Appendix A tunnel state
 //! machine ([`RxTunnel`]) and a reorder queue ([`ReorderQueue`]), next to the credit
-//! scheduler ([`Receiver`]) that serves the whole access link (spec
-//! `shared/spec/eqds.md` 1.D, 1.G items 33-38, 1.H items 39-41).
+//! scheduler ([`Receiver`]) that serves the whole access link (paper §5 and
+//! Appendix A).
 //!
 //! [`ReceivingEqif::handle_data`] takes a DATA packet, trimmed header or RTS and:
 //! 1. counts its demand in the credit scheduler (always: its sender spent credit on
@@ -12,10 +12,10 @@
 //!    RST; a stale SYN is dropped and answered with a SYN-NACK advertising the
 //!    current epoch;
 //! 3. for an accepted packet, puts the payload into the reorder queue (unordered
-//!    packets bypass it; duplicates are dropped but still ACKed, item 41) and queues
-//!    the ACK, or NACK when trimmed, with SYN when the state machine says so. An RTS
-//!    gets the credit scheduler's PULL answer, never with SYN: a PULL carries no
-//!    sequence number that could name an epoch.
+//!    packets bypass it; duplicates are dropped but still ACKed, as their first ACK
+//!    may have been lost) and queues the ACK, or NACK when trimmed, with SYN when the
+//!    state machine says so. An RTS gets the credit scheduler's PULL answer, never
+//!    with SYN: a PULL carries no sequence number that could name an epoch.
 //!
 //! Delivered packets come out of [`ReceivingEqif::poll_deliver`]; control packets
 //! (ACK, NACK, RST, paced PULLs) out of [`ReceivingEqif::poll_control`].
@@ -24,7 +24,7 @@
 //!
 //! # Choices
 //!
-//! - The stale-SYN answer (item 34's "SYN-ACK advertising the current epoch") is
+//! - The stale-SYN answer (Appendix A's "SYN-ACK advertising its current epoch") is
 //!   sent as a **SYN-NACK for the current ISN** \[choice\]. A sender in an older epoch
 //!   only reads its epoch; a sender in the current epoch processes it, and a NACK
 //!   at worst resends one packet, where an ACK for a sequence number never received
@@ -79,7 +79,7 @@ pub enum DeliveryKind {
         seq: u32,
     },
     /// Released regardless of holes because a greater epoch re-established the
-    /// tunnel (item 34).
+    /// tunnel (Appendix A).
     Released,
     /// Arrived after the reorder queue had skipped its hole: delivered out of order
     /// rather than dropped.
@@ -236,7 +236,7 @@ impl<P> ReceivingEqif<P> {
             awaited: t.queue.awaits(header.seq),
         };
         let mut payload = Some(payload);
-        // An in-order packet's ACK may be deferred (Q9) once the reorder queue has
+        // An in-order packet's ACK may be deferred [choice] once the reorder queue has
         // moved past it; anything else is answered at once.
         let mut in_order_ack = false;
         for action in t.fsm.handle(event) {
@@ -407,7 +407,7 @@ impl<P> ReceivingEqif<P> {
         self.release_timed_out(now);
     }
 
-    /// Forgets the tunnel state of `src` unilaterally, without telling it (item 37),
+    /// Forgets the tunnel state of `src` unilaterally, without telling it (§5),
     /// and hands back the payloads its reorder queue held: ACKed, never to be resent,
     /// so lost. The credit state is kept (see the module documentation).
     pub fn drop_peer(&mut self, src: PeerId) -> Vec<P> {
@@ -447,7 +447,7 @@ impl<P> ReceivingEqif<P> {
     }
 
     /// Closes the tunnel of `src` (admin command, memory pressure, idle): like
-    /// [`ReceivingEqif::drop_peer`], but an RST tells the sender (item 34).
+    /// [`ReceivingEqif::drop_peer`], but an RST tells the sender (Appendix A).
     pub fn close_peer(&mut self, src: PeerId) -> Vec<P> {
         let Some(t) = self.tunnels.get_mut(&src) else {
             return Vec::new();

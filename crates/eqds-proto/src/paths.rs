@@ -1,4 +1,4 @@
-//! Per-path statistics of a tunnel (item 43).
+//! Per-path statistics of a tunnel (paper §5, "Incremental deployment", and §6).
 //!
 //! A tunnel sprays its packets over path ids, and with UDP encapsulation each id
 //! is one outer source port, so one route through the fabric. The sender already

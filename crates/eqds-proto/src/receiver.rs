@@ -1,13 +1,13 @@
-//! The receiving EQIF's credit scheduler (paper §5; digest `shared/spec/eqds.md` 1.D
-//! items 17-23; questions Q6, Q7, Q8, Q21).
+//! The receiving EQIF's credit scheduler (paper §5; where the paper leaves a detail
+//! open, such as the busy-time formula or the policies' ranks, the text says so).
 //!
 //! One [`Receiver`] serves one access link. It learns each sender's demand from the
 //! pull targets of its DATA packets, trimmed headers and RTSs, keeps the senders with
 //! demand in the **active sender list** (ASL), and grants one MTU of credit (one PULL)
-//! per MTU-time at the link rate to the sender at the head of the list (item 17).
-//! Every data packet is answered with an ACK, or a NACK when trimmed (item 22-23):
+//! per MTU-time at the link rate to the sender at the head of the list (§5).
+//! Every data packet is answered with an ACK, or a NACK when trimmed (§5):
 //! at once by default, or, with `ack_coalesce` above 1, in-order packets by one
-//! cumulative ACK that may ride the next PULL (Q9's deferred ACKs,
+//! cumulative ACK that may ride the next PULL (deferred ACKs, as in §7's DPDK build;
 //! [`Receiver::defer_ack`]). Delivery and reordering are the reorder queue's
 //! business, not this module's. [`Receiver::handle_data`] does both halves at once; the joined receiving
 //! EQIF (`eqif.rs`) calls them apart, [`Receiver::account`] then
@@ -15,30 +15,31 @@
 //! packet is answered and whether the answer carries SYN.
 //!
 //! Per sender the receiver keeps the pull number sent, the pull target, and an ASL
-//! membership bit so a sender appears at most once (item 19). [`Receiver::forget`]
+//! membership bit so a sender appears at most once (§5's ASL). [`Receiver::forget`]
 //! removes all of it, for a caller that hands a sender's id to another host.
 //!
-//! # Deviations from the digest, and why
+//! # Choices the paper leaves open, and why
 //!
 //! - The stored pull target is the serial **maximum** of the targets seen, not the
-//!   one of the highest seq (Q6). The sender's targets never decrease while it is
-//!   busy (see `sender.rs`), so the two agree on ordinary traffic, but a
-//!   retransmission carries an old seq and a current target, and keeping only the
-//!   highest-seq target would drop the credit that retransmission consumed.
-//! - A target more than W beyond the pulls already sent is cut to W (item 14's cap,
+//!   one of the highest seq (§5 does not say which to keep). The sender's targets
+//!   never decrease while it is busy (see `sender.rs`), so the two agree on ordinary
+//!   traffic, but a retransmission carries an old seq and a current target, and
+//!   keeping only the highest-seq target would drop the credit that retransmission
+//!   consumed.
+//! - A target more than W beyond the pulls already sent is cut to W (§5's one-BDP cap,
 //!   enforced here too): a correct sender never asks for more, and a faulty one must
 //!   not make the receiver pull without bound.
 //! - An RTS is answered at once with a PULL-type packet carrying the current pull
 //!   number without raising it. It cannot be an ACK: the RTS's seq is the next one the
 //!   sender will use, so a late ACK for it would free a data packet that never
-//!   arrived. The answer repairs a lost final PULL (Q11) even when the RTS brings no
-//!   new demand.
+//!   arrived. The answer repairs a lost final PULL (`sender.rs`, "Loss recovery")
+//!   even when the RTS brings no new demand.
 //!
 //! # Policies
 //!
-//! The ASL is a PIFO ranked by the configured [`Policy`] (item 20, Q21): FIFO round
-//! robin, weighted share by virtual finish time, or strict priority by class with
-//! round robin inside a class. One PULL timer serves the whole EQIF (item 17).
+//! The ASL is a PIFO ranked by the configured [`Policy`] (§5; the ranks are ours):
+//! FIFO round robin, weighted share by virtual finish time, or strict priority by
+//! class with round robin inside a class. One PULL timer serves the whole EQIF (§5).
 
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -48,7 +49,8 @@ use crate::sender::PeerId;
 use crate::time::{Time, PS_PER_NS, PS_PER_SEC, PS_PER_US};
 use crate::wire::{seq_diff, seq_lt, ControlHeader, ControlKind, DataHeader, DataKind};
 
-/// How the active sender list orders senders (item 20, Q21).
+/// How the active sender list orders senders (§5: a FIFO by default, a PIFO for other
+/// policies; the ranks are ours).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Policy {
     /// Round robin: equal shares (the paper's default).
@@ -67,25 +69,26 @@ pub struct ReceiverConfig {
     /// (App. B).
     pub link_rate_bps: u64,
     /// Tunnel MTU in bytes, overhead included: the credit one PULL grants and the
-    /// packet whose serialisation time is the MTU-time (Q7). Default 1500.
+    /// packet whose serialisation time is the MTU-time (§5). Default 1500.
     pub mtu: u32,
     /// The credit window W in bytes: a sender is never owed more than this. Default
     /// 50 MTUs (§8.5).
     pub window: u32,
     /// PULL rate as a fraction of the link rate, in thousandths. Default 1000 (line
-    /// rate); Q7 suggests 990-1000, lower values leave headroom for jitter.
+    /// rate, §5); we suggest 990-1000: lower values leave headroom for jitter.
     pub pacing_permille: u32,
-    /// How many PULLs a late timer may send at once to catch up (Q7). Default 1: no
-    /// catching up, which suits exact simulated timers; a daemon wants a few.
+    /// How many PULLs a late timer may send at once to catch up (our choice; §7 reports
+    /// the timer jitter of the kernel build). Default 1: no catching up, which suits
+    /// exact simulated timers; a daemon wants a few.
     pub pull_burst: u32,
     /// The ASL policy. Default [`Policy::Fifo`].
     pub policy: Policy,
-    /// Deferred ACKs (Q9): in-order DATA is acknowledged by one cumulative ACK per
-    /// this many packets, or sooner by the next PULL to the same sender, which then
-    /// goes out as that ACK (it carries the new pull number either way). Default 1:
-    /// every packet is ACKed at once, on its own.
+    /// Deferred ACKs (as in §7's DPDK build; the rule is ours): in-order DATA is
+    /// acknowledged by one cumulative ACK per this many packets, or sooner by the next
+    /// PULL to the same sender, which then goes out as that ACK (it carries the new
+    /// pull number either way). Default 1: every packet is ACKed at once, on its own.
     pub ack_coalesce: u32,
-    /// Longest an in-order packet's ACK is deferred. Default 10 µs (Q9).
+    /// Longest an in-order packet's ACK is deferred. Default 10 µs (our choice).
     pub ack_delay: Time,
 }
 
@@ -107,7 +110,7 @@ impl Default for ReceiverConfig {
 /// A read-only snapshot of one sender's state, for metrics and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SenderState {
-    /// PULLs sent to this sender: the current pull number (item 13).
+    /// PULLs sent to this sender: the current pull number (§5).
     pub pulls_sent: u32,
     /// The stored pull target.
     pub pull_target: u32,
@@ -132,7 +135,8 @@ pub struct SenderState {
 #[derive(Debug)]
 struct Peer {
     id: PeerId,
-    /// The sender id its packets carry, echoed in control packets (Q2).
+    /// The sender id its packets carry, echoed in control packets (Fig. 4's sender ID;
+    /// that it names the sending EQIF is our reading).
     sender_id: u16,
     /// Weight for [`Policy::Weighted`], at least 1.
     weight: u32,
@@ -171,7 +175,7 @@ impl Peer {
         }
     }
 
-    /// Pulls still owed: the credit this sender's ASL entry implies (item 15).
+    /// Pulls still owed: the credit this sender's ASL entry implies (§5's invariant).
     fn owed(&self) -> u64 {
         u64::try_from(seq_diff(self.stats.pull_target, self.stats.pulls_sent)).unwrap_or(0)
     }
@@ -248,7 +252,7 @@ struct Queued {
 #[derive(Debug)]
 pub struct Receiver {
     config: ReceiverConfig,
-    /// Serialisation time of one MTU at the paced rate (Q7).
+    /// Serialisation time of one MTU at the paced rate (§5's MTU-time).
     pull_interval: Time,
     /// Window in PULLs: the cap on what a sender may be owed.
     window_pulls: u32,
@@ -265,7 +269,7 @@ pub struct Receiver {
     asl: ActiveSenderList,
     /// Earliest time the next PULL may go.
     next_pull_at: Time,
-    /// Sum of the pulls owed to all senders: the busy-time numerator (Q8).
+    /// Sum of the pulls owed to all senders: the busy-time numerator.
     owed_total: u64,
     /// Control packets to hand out, oldest first.
     control: VecDeque<Queued>,
@@ -314,7 +318,7 @@ impl Receiver {
         &self.config
     }
 
-    /// Time between two PULLs: one MTU-time at the paced rate (Q7).
+    /// Time between two PULLs: one MTU-time at the paced rate (§5).
     pub fn pull_interval(&self) -> Time {
         self.pull_interval
     }
@@ -385,7 +389,7 @@ impl Receiver {
             self.owed_total += peer.owed();
         }
         if peer.owed() > 0 && !peer.stats.active {
-            // Re-activation (item 19). An idle pacer does not bank PULLs.
+            // Back from the inactive set (§5). An idle pacer does not bank PULLs.
             if self.asl.is_empty() {
                 self.next_pull_at = self.next_pull_at.max(now);
             }
@@ -409,8 +413,8 @@ impl Receiver {
     }
 
     /// Acknowledges in-order DATA from `src` up to and including `ack_no`, deferred
-    /// when `ack_coalesce` allows (Q9): the ACK goes out cumulative once it covers
-    /// `ack_coalesce` packets, rides the next PULL to `src`, or leaves after
+    /// when `ack_coalesce` allows (our rule): the ACK goes out cumulative once it
+    /// covers `ack_coalesce` packets, rides the next PULL to `src`, or leaves after
     /// `ack_delay`, whichever comes first. With `ack_coalesce` 1 it is queued at
     /// once, as an ordinary ACK for `ack_no`.
     pub fn defer_ack(&mut self, now: Time, src: PeerId, ack_no: u32) {
@@ -498,7 +502,7 @@ impl Receiver {
     /// The next control packet to send and its destination: ACKs, NACKs and RTS
     /// answers as soon as their packet was handled, PULLs when the pacer released
     /// them in [`Receiver::handle_timeout`]. Every one carries the sender's current
-    /// pull number and the link's busy time (item 21).
+    /// pull number and the link's busy time (§5).
     pub fn poll_control(&mut self, _now: Time) -> Option<(PeerId, ControlHeader)> {
         let q = self.control.pop_front()?;
         let peer = &self.peers[q.peer];
@@ -547,7 +551,7 @@ impl Receiver {
 
     /// Runs the pacer: releases the PULLs due at `now` (one per MTU-time, at most
     /// `pull_burst` at once when late) to the head of the ASL, re-inserting each
-    /// sender at its new rank or dropping it once its target is met (item 17).
+    /// sender at its new rank or dropping it once its target is met (§5).
     pub fn handle_timeout(&mut self, now: Time) {
         self.flush_deferred(now);
         if self.asl.is_empty() {
@@ -605,7 +609,8 @@ impl Receiver {
     }
 
     /// The minimum time the access link stays busy with the demand already known,
-    /// in nanoseconds (item 21, Q8): pulls owed to all senders times the MTU-time.
+    /// in nanoseconds (§5, which says only that the pull targets make it computable;
+    /// the formula is ours): pulls owed to all senders times the MTU-time.
     pub fn busy_time_ns(&self) -> u32 {
         let ps = u128::from(self.owed_total) * u128::from(self.pull_interval);
         u32::try_from(ps / u128::from(PS_PER_NS)).unwrap_or(u32::MAX)

@@ -1,26 +1,28 @@
-//! The per-tunnel reorder queue of the receiving EQIF (paper §4 and Appendix A; spec
-//! `shared/spec/eqds.md` 1.H items 39-41, Q14, Q20).
+//! The per-tunnel reorder queue of the receiving EQIF (paper §4, §5 and Appendix A; §5
+//! says only that the queue stays within a BDP, so the release rules are ours).
 //!
 //! Per-packet spraying and trims that await retransmission deliver a tunnel's packets
 //! out of order; the host expects them in order. The queue holds what arrived ahead of
 //! a hole and releases packets in sequence order as holes fill. Because EQDS is only a
 //! best-effort in-order service, a hole is not waited for forever:
 //!
-//! - **bound** \[choice, Q14\]: the queue spans at most W sequence numbers from the
+//! - **bound** \[choice\]: the queue spans at most W sequence numbers from the
 //!   in-order point. A packet that lands W or more past it would make the queue exceed
 //!   W, so the in-order point jumps: holes before `seq - W + 1` are skipped and the
 //!   packets present there are released in order;
-//! - **hole timeout** \[choice, Q14\]: once the head hole has had packets waiting behind
+//! - **hole timeout** \[choice\]: once the head hole has had packets waiting behind
 //!   it for longer than the hole timeout, it is skipped;
-//! - **re-establishment** (item 34): [`ReorderQueue::release_all`] hands out everything
-//!   held regardless of holes, since the old sequence space will never be filled;
-//! - **unordered** packets (native EQIF, Q20) bypass the queue.
+//! - **re-establishment** (Appendix A): [`ReorderQueue::release_all`] hands out
+//!   everything held regardless of holes, since the old sequence space will never be
+//!   filled;
+//! - **unordered** packets (§5's unordered service, for the native EQIF) bypass the
+//!   queue.
 //!
 //! A skipped hole is not given up for lost: the queue remembers the sequence numbers it
 //! skipped, and when one of them arrives after all (the sender's retransmission, or a
-//! straggler) it is handed out at once, out of order ([`InsertOutcome::Late`]) \[choice,
-//! Q14\]. The sender will go on resending a packet until it is ACKed, so without this
-//! every hole skipped before its resend arrived (any loss without trimming waits for
+//! straggler) it is handed out at once, out of order ([`InsertOutcome::Late`])
+//! \[choice\]. The sender will go on resending a packet until it is ACKed, so without
+//! this every hole skipped before its resend arrived (any loss without trimming waits for
 //! the RTO, far longer than the queue holds a hole) would be data ACKed and dropped:
 //! silent loss for an application without its own recovery. A transport above EQDS
 //! sees a late packet as one more reordered segment. The record holds at most
@@ -29,7 +31,7 @@
 //! duplicates.
 //!
 //! Duplicates (below the in-order point and not awaited, or already held) are handed
-//! back so the caller can still ACK them: the first ACK may have been lost (item 41).
+//! back so the caller can still ACK them: the first ACK may have been lost.
 //!
 //! # Memory
 //!
@@ -41,7 +43,7 @@
 //!
 //! # Time
 //!
-//! Times are `u64` picoseconds, the simulator's unit (`shared/design.md`); the queue
+//! Times are `u64` picoseconds, the simulator's unit ([`crate::time`]); the queue
 //! only adds and compares them, so any monotonic unit works if the hole timeout uses it
 //! too.
 //!
@@ -64,7 +66,7 @@ pub const SKIPPED_RUNS_KEPT: usize = 1024;
 /// serial comparisons among the runs and the in-order point stay valid.
 const SKIPPED_HORIZON: u32 = 1 << 30;
 
-/// Reorder-queue parameters. Both are configurable per Q14.
+/// Reorder-queue parameters. Both are configurable: the paper fixes neither.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReorderConfig {
     /// W: the most sequence numbers (and so packets) the queue spans. Default 150, the
@@ -72,8 +74,9 @@ pub struct ReorderConfig {
     /// below 1 are treated as 1.
     pub window: u32,
     /// How long the head hole may hold packets back before it is skipped, in
-    /// picoseconds. Default 1 ms \[choice\]: Q14 suggests the sender's RTO plus one RTT,
-    /// and Q10 puts the minimum RTO between 100 µs and a few ms.
+    /// picoseconds. Default 1 ms \[choice\]: about the sender's RTO plus one RTT, so a
+    /// resend can fill the hole; the paper gives no RTO, and a minimum RTO of 100 µs
+    /// to a few ms is usual.
     pub hole_timeout: u64,
 }
 
@@ -97,15 +100,16 @@ pub enum InsertOutcome<P> {
     /// A packet for a hole the queue skipped: deliver it to the host now, out of
     /// order. ACK it.
     Late(P),
-    /// Already delivered or already held: drop it, but ACK it (item 41).
+    /// Already delivered or already held: drop it, but ACK it (the first ACK may have
+    /// been lost).
     Duplicate(P),
     /// Refused because an earlier bound overflow is still being released (the caller
     /// did not drain `poll_deliver`). Drop it and do not ACK, so the sender resends.
     Dropped(P),
 }
 
-/// Counters of a reorder queue, for metrics. Skips should stay near 0 on healthy paths
-/// (Q14).
+/// Counters of a reorder queue, for metrics. Skips should stay near 0 on healthy
+/// paths.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReorderStats {
     /// Packets released in order by `poll_deliver`.
@@ -273,8 +277,8 @@ impl<P> ReorderQueue<P> {
         if self.parked.is_some() || self.held >= self.slots.len() {
             return InsertOutcome::Dropped(payload);
         }
-        // Q14: the queue would exceed W. Everything before `seq - W + 1` is released
-        // in order, holes skipped; then `seq` takes the slot the release frees.
+        // Bound [choice]: the queue would exceed W. Everything before `seq - W + 1` is
+        // released in order, holes skipped; then `seq` takes the slot the release frees.
         self.release_until = Some(seq.wrapping_sub(self.config.window - 1));
         self.parked = Some((seq, payload));
         InsertOutcome::Queued
@@ -359,7 +363,7 @@ impl<P> ReorderQueue<P> {
     }
 
     /// Hands out every held packet regardless of holes, in sequence order, for a
-    /// re-establishment (item 34). Call [`ReorderQueue::reset`] afterwards. Dropping
+    /// re-establishment (Appendix A). Call [`ReorderQueue::reset`] afterwards. Dropping
     /// the iterator early drops the remaining payloads.
     pub fn release_all(&mut self) -> ReleaseAll<'_, P> {
         ReleaseAll { queue: self }

@@ -1,4 +1,5 @@
-//! The retransmit timeout of one tunnel, from its round-trip samples (spec Q10).
+//! The retransmit timeout of one tunnel, from its round-trip samples (the paper gives
+//! no RTO for EQDS itself; this estimator is our choice).
 //!
 //! A fixed timeout suits one link speed only: at 30 Mbit/s a window of 1500-byte
 //! packets takes 13 ms to cross the bottleneck, and a 2 ms timeout fires on packets

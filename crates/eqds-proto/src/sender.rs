@@ -1,6 +1,6 @@
 //! The sending EQIF: per-destination tunnels that spend receiver-granted credit
-//! (paper §4-§5; digest `shared/spec/eqds.md` 1.C items 12-16, 1.E items 24-28,
-//! 1.F items 29-31, 1.I item 42; questions Q4, Q6, Q8, Q10, Q11, Q12, Q15).
+//! (paper §4.1, §5 and §6 with Fig. 5; where the paper leaves a detail open, such as
+//! the pull-target formula, the timeouts or the path choice, the text says so).
 //!
 //! One [`Sender`] is one sending EQIF. Packets handed to [`Sender::enqueue`] wait in
 //! their destination tunnel's send queue until the tunnel holds enough credit, then
@@ -10,11 +10,11 @@
 //!
 //! # Credit
 //!
-//! Credit is a signed byte counter per tunnel (item 12). Every control packet carries
+//! Credit is a signed byte counter per tunnel (§5). Every control packet carries
 //! the receiver's cumulative pull number; when the highest one seen rises by `n` the
-//! tunnel gains `n` MTUs (item 13), so lost or reordered PULLs lose nothing. A packet
-//! is sent only when the credit covers its whole charged length (Q4's exact option),
-//! so the counter never goes negative in practice.
+//! tunnel gains `n` MTUs (§5), so lost or reordered PULLs lose nothing. A packet
+//! is sent only when the credit covers its whole charged length (§5: a packet of `b`
+//! bytes needs `b` bytes of credit), so the counter never goes negative in practice.
 //!
 //! Every DATA or RTS packet carries a pull target:
 //!
@@ -22,13 +22,15 @@
 //! pull_target = highest_pull + ceil(max(0, min(backlog, W) - credit) / MTU)
 //! ```
 //!
-//! This is Q6's formula with the cap moved: Q6 writes `clamp(backlog - credit, 0, W)`,
-//! which lets a tunnel holding credit ask for W *more* (a window of up to 2W right
+//! The paper (§5) says only that the target asks for credit beyond the current pull
+//! number, capped at one BDP; the formula is ours. Its plain reading,
+//! `clamp(backlog - credit, 0, W)` beyond the pull number, moves the cap:
+//! it lets a tunnel holding credit ask for W *more* (a window of up to 2W right
 //! after an NDP burst). Capping the backlog before subtracting the credit makes the
 //! held credit count towards the window, and the target then equals
 //! `packets sent + W/MTU - initial credit` while demand lasts: every packet that
-//! reaches the receiver earns exactly one PULL back, which is the conservation
-//! invariant of item 15. It never decreases while a tunnel is busy (the lookahead
+//! reaches the receiver earns exactly one PULL back, which is the one-BDP credit
+//! window invariant of §5. It never decreases while a tunnel is busy (the lookahead
 //! below could lower it, so the sender never sends a target below its last), and the
 //! receiver may keep the serial maximum of the targets it has seen (retransmissions
 //! carry old sequence numbers but current targets).
@@ -52,7 +54,8 @@
 //! window cap still applies, so the conservation bound is untouched and a tunnel
 //! whose backlog fills the window asks exactly as before. When a stream stops, up to
 //! the lookahead is granted and not used; it expires one round trip into the
-//! tunnel's idleness (Q6). Until then it pays for a restart, which is what keeps a
+//! tunnel's idleness (our choice: the paper does not say when unspent credit
+//! expires). Until then it pays for a restart, which is what keeps a
 //! thin stream whose packets are further apart than its round trip from sending an
 //! RTS per packet.
 //!
@@ -83,14 +86,14 @@
 //!
 //! A tunnel (re)starts when data arrives while it has no backlog and expects no more
 //! PULLs. If nothing is in flight either, the tunnel was idle, and the first-RTT mode
-//! decides what happens (item 29-31):
+//! decides what happens (§4.1, §5):
 //! - [`Mode::Ndp`], receiver not known to be busy: the tunnel is granted a window W
 //!   of credit and bursts it;
 //! - [`Mode::Rts`], receiver not busy, and the tunnel went quiet (its last send or
 //!   control packet) no longer than one smoothed RTT ago: the credit it still holds
-//!   is current and pays for the new data (a "warm" restart, Q6's grace period);
+//!   is current and pays for the new data (a "warm" restart; the grace period is ours);
 //! - otherwise, and always within the last advertised busy time: the credit held is
-//!   dropped (Q6: stale credit must not be burst into a receiver that has moved on),
+//!   dropped (our choice: stale credit must not burst into a receiver that moved on),
 //!   and the tunnel sends an RTS carrying its pull target and owns nothing until
 //!   PULLs arrive.
 //!
@@ -106,13 +109,14 @@
 //! # Loss recovery
 //!
 //! ACK frees a packet (its payload comes back from [`Sender::poll_acked`]); NACK or
-//! the per-packet retransmit timer moves it to the retransmit queue (item 25-26).
+//! the per-packet retransmit timer moves it to the retransmit queue (§6, Fig. 5).
 //! Optionally (`SenderConfig::loss_reorder_window`, off by default) a packet is also
 //! taken for lost once a packet sent sufficiently later has been ACKed, as RACK does
 //! for TCP: on a network that does not trim, a loss then costs about a round trip
 //! instead of an RTO. A tunnel with backlog, not enough credit and nothing in flight that has heard nothing
 //! for `credit_loss_timeout`, and past the busy time its receiver last advertised, sends
-//! an RTS (item 27, Q11); the receiver answers an RTS
+//! an RTS (our choice: §5 keeps the window constant when control packets are lost,
+//! but does not say how); the receiver answers an RTS
 //! at once with its current pull number, which repairs a lost final PULL.
 //!
 //! # Tunnel lifecycle
@@ -122,7 +126,7 @@
 //! the remembered one plus one) and numbers its packets from `isn_for_epoch(epoch)`;
 //! [`Sender::open_tunnel`] instead starts SYN-SENT at a given sequence number. While
 //! SYN-SENT every DATA and RTS carries SYN, and no new packet is numbered past
-//! `isn + 1023`, so the initial window fits in the epoch's block (item 33). ACKs and
+//! `isn + 1023`, so the initial window fits in the epoch's block (Appendix A). ACKs and
 //! NACKs with SYN go through the state machine: our epoch establishes the tunnel, a
 //! lesser one is ignored, a greater one (or an RST while packets are unacknowledged,
 //! unless it answers a packet sent before the current epoch began)
@@ -136,7 +140,7 @@
 //! receiver sets SYN on every answer to a SYN packet, so in SYN-SENT they come from an
 //! older epoch and, by the rule above, match nothing.
 //!
-//! [`Sender::drop_tunnel`] forgets a tunnel unilaterally (item 37) and hands back its
+//! [`Sender::drop_tunnel`] forgets a tunnel unilaterally (§5) and hands back its
 //! payloads. The receiver keeps its cumulative pull number, so the re-created tunnel
 //! takes the pull number of the first control packet it hears as its baseline, without
 //! credit, rather than comparing against a count it forgot.
@@ -222,7 +226,7 @@ pub type PeerId = u32;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnqueueError<P> {
     /// The tunnel's send queue is full: the higher layer must hold the packet (the
-    /// EQIF's backpressure, item 24).
+    /// EQIF's backpressure, §6).
     Backpressure(P),
     /// The packet plus overhead exceeds the tunnel MTU.
     TooLarge(P),
@@ -249,7 +253,8 @@ pub struct Acked<P> {
     pub dst: PeerId,
     /// The payload, for the caller to free.
     pub payload: P,
-    /// Path of its last transmission (item 43; see [`crate::paths`]).
+    /// Path of its last transmission (per-path statistics, §5 and §6; see
+    /// [`crate::paths`]).
     pub path_id: u16,
     /// Time from its transmission to the ACK, if it was sent exactly once (Karn's
     /// rule: a resent packet's ACK is ambiguous).
@@ -271,7 +276,8 @@ pub struct Sender<P> {
     /// Position of each destination's tunnel (Fx hashing: see `Receiver::index`).
     index: FxHashMap<PeerId, usize>,
     /// Tunnels that can send now (credit for their next packet, or an RTS due),
-    /// served round robin one packet per turn (Q12).
+    /// served round robin one packet per turn (our choice: §6 prescribes DRR only
+    /// between EQIFs).
     ready: VecDeque<usize>,
     /// ACKed packets, handed back by [`Sender::poll_acked`].
     acked: VecDeque<Acked<P>>,
@@ -423,7 +429,7 @@ impl<P: Clone> Sender<P> {
     }
 
     /// Queues an inner packet of `len` bytes for `dst`, creating the tunnel if needed.
-    /// A CLOSED tunnel starts an epoch (item 33).
+    /// A CLOSED tunnel starts an epoch (Appendix A).
     ///
     /// If the tunnel had nothing left to send and expected no more PULLs, this
     /// (re)starts it: NDP mode grants it a window to burst unless the receiver's last
@@ -486,7 +492,7 @@ impl<P: Clone> Sender<P> {
             t.expire_strays(now, t.rtt.rto(cfg.rto));
             if t.nothing_on_the_wire() {
                 // Idle. The mode decides the fresh window. Credit still held is
-                // stale (Q6) unless the tunnel went quiet less than a round trip ago
+                // stale [choice] unless the tunnel went quiet less than an RTT ago
                 // and the receiver is not busy: then it is what the last PULLs (or
                 // the lookahead) granted for data like this, and spending it saves
                 // the RTS's round trip. A busy receiver gets an RTS whatever is held,
@@ -560,7 +566,8 @@ impl<P: Clone> Sender<P> {
         t.quiet_since = now;
         t.busy_until = now + Time::from(header.busy_time_ns) * PS_PER_NS;
 
-        // Every control type carries the cumulative pull number (Q3).
+        // Every control type carries the cumulative pull number (our encoding; §5's
+        // pull numbers are cumulative, so a repeat is harmless).
         if !t.credit_pull_number(header.pull_no, cfg.mtu) {
             t.hear_unusual_pull_number(now, header, cfg);
         }
@@ -668,8 +675,8 @@ impl<P: Clone> Sender<P> {
 
     /// Whether an ECN-capable packet about to join the send queue of the tunnel to
     /// `dst` should carry CE, by [`SenderConfig::ecn`]'s RED on that queue as it
-    /// stands (item 44). Ask only for ECN-capable packets: each answer on RED's ramp
-    /// draws a random number.
+    /// stands (§6's TCP-compatible EQIF). Ask only for ECN-capable packets: each answer
+    /// on RED's ramp draws a random number.
     pub fn mark_ce(&mut self, dst: PeerId) -> bool {
         let Some(red) = self.config.ecn else {
             return false;
@@ -687,9 +694,9 @@ impl<P: Clone> Sender<P> {
 
     /// The next packet to send, if any tunnel can send one now.
     ///
-    /// Tunnels take turns, one packet per turn (Q12). Within a tunnel an RTS goes
-    /// first (it unlocks credit and costs none), then retransmissions, then new data
-    /// (item 25).
+    /// Tunnels take turns, one packet per turn (our choice). Within a tunnel an RTS
+    /// goes first (it unlocks credit and costs none), then retransmissions, then new
+    /// data (§6).
     pub fn poll_transmit(&mut self, now: Time) -> Option<Transmit<P>> {
         while let Some(idx) = self.ready.pop_front() {
             let cfg = &self.config;
@@ -762,7 +769,7 @@ impl<P: Clone> Sender<P> {
     }
 
     /// Runs the timers due at `now`: expired packets move to the retransmit queue
-    /// (item 26) and stalled tunnels schedule an RTS (item 27).
+    /// (§6) and stalled tunnels schedule an RTS (credit-loss recovery, module doc).
     pub fn handle_timeout(&mut self, now: Time) {
         for idx in 0..self.tunnels.len() {
             let cfg = &self.config;

@@ -1,7 +1,7 @@
 //! Time in the protocol core.
 //!
 //! The core owns no clock: every `handle_*`/`poll_*` call is given the current time.
-//! Time is an integer count of picoseconds, the unit the simulator uses (design.md),
+//! Time is an integer count of picoseconds, the unit the simulator uses,
 //! so no conversion or rounding happens between the two pillars; the daemon converts
 //! its monotonic clock once at the edge. 2^64 ps is about 213 days.
 

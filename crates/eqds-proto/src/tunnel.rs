@@ -1,5 +1,6 @@
 //! The tunnel state machines of the paper's Appendix A: zero-RTT setup, epochs and
-//! self-synchronisation (spec `shared/spec/eqds.md` 1.G items 33-38, Q13).
+//! self-synchronisation (with §5's "Tunnel setup and teardown"; where the paper leaves
+//! a case open, the text says so).
 //!
 //! A sending EQIF sends data at once, with SYN on every packet, until a SYN-ACK (or
 //! SYN-NACK) for its epoch comes back. The first SYN of an epoch has its low 10 bits
@@ -12,12 +13,12 @@
 //! reorder queue, the send buffers and the packets). No clocks, no randomness: the
 //! sender's random epoch comes in as a `u32`.
 //!
-//! Epochs are 22 bits ([`EPOCH_BITS`]) and compared with serial arithmetic (item 36,
-//! Q13), so random epochs near the wrap and `old + 1` across it order correctly. Two
-//! epochs exactly half the space apart are neither less nor greater in RFC 1982;
-//! both machines treat that case as **greater** \[choice\]: the receiver accepts such a
-//! SYN, and the sender re-synchronises on such a SYN-ACK, so either way one more
-//! attempt settles it.
+//! Epochs are 22 bits ([`EPOCH_BITS`]) and compared with serial arithmetic (our
+//! choice: the paper does not say how), so random epochs near the wrap and `old + 1`
+//! across it order correctly. Two epochs exactly half the space apart are neither less
+//! nor greater in RFC 1982; both machines treat that case as **greater** \[choice\]:
+//! the receiver accepts such a SYN, and the sender re-synchronises on such a SYN-ACK,
+//! so either way one more attempt settles it.
 
 use crate::wire::{epoch_lt, epoch_of, isn_for_epoch, seq_diff, EPOCH_BITS};
 
@@ -111,15 +112,15 @@ impl<A: Copy> IntoIterator for Actions<A> {
 }
 
 // ---------------------------------------------------------------------------------
-// Receiver (item 34, Figure 27)
+// Receiver (Appendix A, Figure 27)
 // ---------------------------------------------------------------------------------
 
 /// Receiving-side tunnel parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RxConfig {
     /// W, the tunnel's credit window in packets. Non-SYN data more than 2W away from
-    /// the in-order point is answered with RST (Q13). Default 150, the paper's kernel
-    /// EQDS window (§8.5).
+    /// the in-order point is answered with RST \[choice\]. Default 150, the paper's
+    /// kernel EQDS window (§8.5).
     pub window: u32,
 }
 
@@ -151,7 +152,7 @@ pub enum RxEvent {
         /// Its SYN flag.
         syn: bool,
         /// The reorder queue's in-order point (`ReorderQueue::next_seq`), for the stray
-        /// check of Q13. Ignored when CLOSED.
+        /// check \[choice\]. Ignored when CLOSED.
         expected: u32,
         /// Whether the reorder queue skipped `seq` as a hole and still awaits it
         /// (`ReorderQueue::awaits`): a resend of this epoch, however far behind the
@@ -230,7 +231,8 @@ impl RxTunnel {
         }
     }
 
-    /// Runs one event through the table of item 34 and returns what to do.
+    /// Runs one event through the receiver state machine (Appendix A, Figure 27) and
+    /// returns what to do.
     pub fn handle(&mut self, event: RxEvent) -> Actions<RxAction> {
         use RxAction::*;
         match (self.state, event) {
@@ -276,10 +278,10 @@ impl RxTunnel {
                     awaited,
                 },
             ) => {
-                // Q13 [choice]: non-SYN data far from the in-order point belongs to
-                // another epoch (say we were re-established by a stale SYN). RST makes
-                // the sender re-establish; our state is kept, since the packet may just
-                // be a stray.
+                // [choice], a case the paper leaves open: non-SYN data far from the
+                // in-order point belongs to another epoch (say we were re-established
+                // by a stale SYN). RST makes the sender re-establish; our state is
+                // kept, since the packet may just be a stray.
                 //
                 // Right after a SYN that test is not enough. A stale SYN of epoch E can
                 // re-establish us while the sender runs E + 1 (it resynchronised on an
@@ -309,7 +311,7 @@ impl RxTunnel {
 }
 
 // ---------------------------------------------------------------------------------
-// Sender (item 35; the paper's Figure 26 is lost, this is rebuilt from its text)
+// Sender (Appendix A; the paper's Figure 26 is lost, this is rebuilt from its text)
 // ---------------------------------------------------------------------------------
 
 /// State of a sending tunnel.
@@ -352,7 +354,8 @@ pub enum TxEvent {
         /// Packets are queued or unacknowledged in flight.
         backlog: bool,
     },
-    /// Too many retransmit timeouts in a row: the tunnel is unhealthy (item 26, Q10).
+    /// Too many retransmit timeouts in a row: the tunnel is unhealthy (Appendix A; the
+    /// paper gives no number, so how many is the caller's choice).
     TooManyRtos,
     /// Idle timeout, memory pressure or admin command: drop the tunnel.
     Close,
@@ -386,8 +389,8 @@ pub enum TxAction {
 /// The sending side of one tunnel.
 ///
 /// While SYN-SENT the caller must not send past `isn + EPOCH_BLOCK - 1`: the whole
-/// initial window must fit in the epoch's 1024-seq block (item 33), or a later SYN would
-/// look like the next epoch to the receiver.
+/// initial window must fit in the epoch's 1024-seq block (Appendix A), or a later SYN
+/// would look like the next epoch to the receiver.
 #[derive(Debug, Clone)]
 pub struct TxTunnel {
     /// Current state.
@@ -459,7 +462,8 @@ impl TxTunnel {
         matches!(self.state, TxState::SynSent { .. })
     }
 
-    /// Runs one event through the table of item 35 and returns what to do.
+    /// Runs one event through the sender state machine (Appendix A) and returns what to
+    /// do.
     pub fn handle(&mut self, event: TxEvent) -> Actions<TxAction> {
         use TxAction::*;
         match (self.state, event) {
@@ -503,17 +507,19 @@ impl TxTunnel {
                 TxEvent::Rst { backlog: false },
             ) => self.free(epoch),
 
-            // [choice] "close; re-establish, possibly after a timeout": RTOs imply
-            // unacknowledged data, so re-establish at once in a fresh epoch; the
-            // back-off of Q10 is the caller's pacing of the resends. Applied in SYN-SENT
-            // too, where the receiver may be unreachable.
+            // [choice] on Appendix A's "closing it and re-establishing a new tunnel,
+            // possibly after a timeout": RTOs imply unacknowledged data, so
+            // re-establish at once in a fresh epoch; the back-off is the caller's
+            // pacing of the resends. Applied in SYN-SENT too, where the receiver may
+            // be unreachable.
             (TxState::Closed { .. }, TxEvent::TooManyRtos) => Actions::of(&[]),
             (TxState::SynSent { epoch } | TxState::Established { epoch }, TxEvent::TooManyRtos) => {
                 self.start(next_epoch(epoch), true)
             }
 
-            // The wire format has no sender-to-receiver teardown notice (Q3), and
-            // telling the peer is optional (item 37): nothing is sent.
+            // The wire format has no sender-to-receiver teardown notice (our encoding,
+            // `wire.rs`), and telling the peer is only an optimisation (§5): nothing is
+            // sent.
             (TxState::Closed { .. }, TxEvent::Close) => Actions::of(&[]),
             (TxState::SynSent { epoch } | TxState::Established { epoch }, TxEvent::Close) => {
                 self.free(epoch)

@@ -1,4 +1,4 @@
-//! Several sending EQIFs of one host sharing its uplink (digest item 28, Q12).
+//! Several sending EQIFs of one host sharing its uplink (paper §6, Fig. 5).
 //!
 //! Credit granted by many receivers can add up to more than the host's link. Within
 //! one EQIF the tunnels holding credit take turns ([`Sender::poll_transmit`]); an

@@ -1,7 +1,7 @@
 //! EQDS wire format: the 16-byte data and control headers (paper §4, Figure 4).
 //!
 //! The paper keeps only the field names of Figure 4; the widths and positions here
-//! are ours, following the spec digest (`shared/spec/eqds.md` 1.B, Q1, Q2, Q3, Q5).
+//! are ours, as are the encodings of the packet kinds and flags the paper names.
 //! EQDS rides inside UDP, so the buffer given to [`decode`] is a UDP payload: one
 //! EQDS header, then the inner packet. Every field is in network byte order.
 //!
@@ -33,11 +33,12 @@
 //! +---------------------------------------------------------------+
 //! ```
 //!
-//! Words 1 to 3 are exactly Q1's. Byte 0 differs from Q1: Q1 gives the data header no
-//! type field and leaves the version's place open, but RTS needs a type (Q5) and a
-//! reader needs one byte common to both layouts to tell them apart. So byte 0 carries
-//! the version (high nibble, [`VERSION`] = 1) and the type (low nibble), and the flags
-//! move to byte 1; the data header's `reserved:16` shrinks to the 8 bits of byte 3.
+//! Both headers keep Figure 4's fields in its order, with 32-bit numbers and 16-bit
+//! ids. Figure 4 gives the data header no type field and no version, but RTS needs a
+//! type (the paper names RTS, §5, without an encoding) and a reader needs one byte
+//! common to both layouts to tell them apart. So byte 0 carries the version (high
+//! nibble, [`VERSION`] = 1) and the type (low nibble), the flags follow in byte 1, and
+//! byte 3 of the data header is reserved.
 //!
 //! | type | name | layout  | flags allowed         | payload                               |
 //! |------|------|---------|-----------------------|---------------------------------------|
@@ -49,10 +50,10 @@
 //! | 0xB  | RST  | control | none                  | none                                  |
 //!
 //! Bit 3 of the type selects the layout (0 data, 1 control), so hardware can branch on
-//! a single bit. SYN-ACK and SYN-NACK are ACK and NACK with SYN set (Q3).
+//! a single bit. SYN-ACK and SYN-NACK (Appendix A) are ACK and NACK with SYN set.
 //!
 //! Flags (byte 1): `0x01` SYN, `0x02` TRIMMED, `0x04` UNORDERED, `0x08` CUMULATIVE
-//! (a coalesced ACK covering every seq up to `ack_no`, Q9); `0xF0` is reserved.
+//! (a coalesced ACK covering every seq up to `ack_no`); `0xF0` is reserved.
 //!
 //! `next_proto` (data layout, byte 2): 0 none, 1 IPv4, 2 IPv6, 3 Ethernet (VXLAN-style
 //! inner frames), the numbering VXLAN-GPE uses for the same three, and 0x80 native (a
@@ -190,8 +191,8 @@ pub enum WireError {
 pub enum DataKind {
     /// An encapsulated packet, possibly trimmed by a switch.
     Data = 0x0,
-    /// Request to send (item 10, Q5): header only, asks for credit up to
-    /// `pull_target` without consuming a sequence number.
+    /// Request to send (§4.1, §5; the encoding is ours): header only, asks for credit
+    /// up to `pull_target` without consuming a sequence number.
     Rts = 0x1,
 }
 
@@ -216,13 +217,13 @@ impl DataKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum ControlKind {
-    /// One more MTU of credit: `pull_no` has gone up by one (item 13).
+    /// One more MTU of credit: `pull_no` has gone up by one (§5).
     Pull = 0x8,
-    /// `ack_no` arrived (item 23). With SYN it is the SYN-ACK of item 34.
+    /// `ack_no` arrived (§5). With SYN it is the SYN-ACK of Appendix A.
     Ack = 0x9,
-    /// `ack_no` arrived trimmed and must be resent (item 22). With SYN, a SYN-NACK.
+    /// `ack_no` arrived trimmed and must be resent (§5). With SYN, a SYN-NACK.
     Nack = 0xA,
-    /// The receiver holds no state for this tunnel (item 34).
+    /// The receiver holds no state for this tunnel (Appendix A).
     Rst = 0xB,
 }
 
@@ -256,7 +257,7 @@ pub enum NextProto {
     Ipv4 = 1,
     /// An IPv6 packet.
     Ipv6 = 2,
-    /// An Ethernet frame (EQDS used as a stateful VXLAN, item 2).
+    /// An Ethernet frame (EQDS used as a stateful VXLAN, §5).
     Ethernet = 3,
     /// An application's own payload, handed to the EQIF through a native interface
     /// rather than as an IP packet (the daemon's native socket, `eqdsperf`).
@@ -281,25 +282,27 @@ impl NextProto {
 pub struct DataHeader {
     /// DATA or RTS.
     pub kind: DataKind,
-    /// The tunnel is not yet established at the sender (item 33): the receiver may
+    /// The tunnel is not yet established at the sender (Appendix A): the receiver may
     /// (re)create its state from this packet's epoch.
     pub syn: bool,
-    /// A switch cut this packet to its headers (item 11). DATA only.
+    /// A switch cut this packet to its headers (§5). DATA only.
     pub trimmed: bool,
-    /// Deliver at once, bypassing the reorder queue (native EQIF, Q20). DATA only.
+    /// Deliver at once, bypassing the reorder queue (§5's unordered service, for the
+    /// native EQIF; the flag is ours). DATA only.
     pub unordered: bool,
     /// The inner protocol: [`NextProto::None`] exactly when `kind` is RTS.
     pub next_proto: NextProto,
     /// Per-tunnel sequence number; its upper [`EPOCH_BITS`] are the epoch. An RTS
-    /// carries the next seq to be sent and consumes none (Q5).
+    /// carries the next seq to be sent and consumes none (our choice).
     pub seq: u32,
     /// The pull number the sender wants the receiver to reach, counted in MTUs and
-    /// compared with serial arithmetic (item 14, Q6).
+    /// compared with serial arithmetic (§5).
     pub pull_target: u32,
     /// The path the sender chose for this packet; maps to outer entropy such as the
-    /// UDP source port (item 8, Q15).
+    /// UDP source port (Fig. 4 names the field; the mapping is ours).
     pub path_id: u16,
-    /// Names the sending tunnel/EQIF at the source host (Q2).
+    /// Names the sending tunnel/EQIF at the source host (our reading of Fig. 4's
+    /// sender ID).
     pub sender_id: u16,
 }
 
@@ -391,18 +394,18 @@ pub struct ControlHeader {
     /// The receiver accepted a SYN for the epoch of `ack_no`: SYN-ACK or SYN-NACK.
     /// ACK and NACK only.
     pub syn: bool,
-    /// The ACK covers every seq up to and including `ack_no` (Q9). ACK only.
+    /// The ACK covers every seq up to and including `ack_no` (deferred ACKs). ACK only.
     pub cumulative: bool,
     /// Echo of the data packets' `sender_id`, so the sender finds its tunnel directly.
     pub sender_id: u16,
     /// The seq an ACK or NACK refers to. Meaningless in PULL and RST, which send 0.
     pub ack_no: u32,
-    /// The receiver's cumulative pull number for this tunnel (item 13). Every type
+    /// The receiver's cumulative pull number for this tunnel (§5). Every type
     /// carries it and only a PULL advances it, so any control packet repairs lost
-    /// PULLs (Q3).
+    /// PULLs (our encoding).
     pub pull_no: u32,
     /// How long the receiver's access link will stay saturated, in nanoseconds from
-    /// when this packet was sent (item 21, Q8). Nanoseconds rather than coarser units
+    /// when this packet was sent (§5). Nanoseconds rather than coarser units
     /// because 2^32 ns (4.29 s) is already far beyond any datacenter busy period.
     pub busy_time_ns: u32,
 }
@@ -575,7 +578,7 @@ fn write_u32(hdr: &mut [u8; HEADER_LEN], at: usize, value: u32) {
 
 // Serial-number arithmetic (RFC 1982, SERIAL_BITS = 32). Sequence and pull numbers
 // wrap modulo 2^32 and random epochs can start anywhere, so plain `<` is wrong near
-// the wrap point (Q1, Q13).
+// the wrap point.
 
 /// Half the 32-bit number space: the farthest apart two serial numbers can be and
 /// still compare.
@@ -612,7 +615,7 @@ pub const fn isn_for_epoch(epoch: u32) -> u32 {
     epoch << EPOCH_SHIFT
 }
 
-/// Epoch `a` comes before epoch `b` in serial order over [`EPOCH_BITS`] bits (Q13).
+/// Epoch `a` comes before epoch `b` in serial order over [`EPOCH_BITS`] bits.
 ///
 /// Epochs wrap at 2^22, not 2^32, so [`seq_lt`] on raw epochs would misorder them near
 /// the wrap; comparing their first sequence numbers gives the 22-bit order.

@@ -6,10 +6,11 @@
 //! - no credit from nothing: the bytes a sender sent never exceed the credit PULLs
 //!   gave it plus what its NDP (re)starts granted, at most W per start (none in RTS
 //!   mode);
-//! - the conservation invariant of item 15: credit held by the sender + data in
-//!   flight + PULLs in flight (sent, not yet seen by the sender) + PULLs the receiver
-//!   still owes is at most W, and exactly W on a lossless in-order network while
-//!   demand lasts (from the first start until the tunnel first runs dry);
+//! - the one-BDP credit window invariant of the paper's §5: credit held by the
+//!   sender + data in flight + PULLs in flight (sent, not yet seen by the sender) +
+//!   PULLs the receiver still owes is at most W, and exactly W on a lossless in-order
+//!   network while demand lasts (from the first start until the tunnel first runs
+//!   dry);
 //!
 //! and at the end, liveness: every packet enqueued is ACKed within a bounded number of
 //! steps.

@@ -13,7 +13,7 @@
 //!   - *abandoned* (at most once): payloads the sender held when it dropped its
 //!     tunnel (handed back by `Sender::drop_tunnel`; some may have been delivered);
 //!   - *maybe twice* (at least once): a sender that re-establishes resends its
-//!     whole unacknowledged window in the new epoch (item 35), so a packet already
+//!     whole unacknowledged window in the new epoch (Appendix A), so a packet already
 //!     delivered whose ACK was lost or still on the way is delivered again. The test
 //!     watches each sender's `renumbered` counter and excuses what was unacknowledged
 //!     when it rose. Re-establishments follow drops: an RST after a receiver drop, or
@@ -126,7 +126,7 @@ impl World {
         let mut rng = Rng(p.seed);
         let senders = senders(p.senders, p.mode, p.lookahead, p.seed);
         let rx = ReceivingEqif::new(ReceivingEqifConfig {
-            // Deferred, cumulative ACKs (Q9) under the same loss, reordering,
+            // Deferred, cumulative ACKs under the same loss, reordering,
             // duplication and state drops as everything else.
             credit: receiver_config(4, 20_000_000),
             tunnel: RxConfig {

@@ -1,4 +1,4 @@
-//! Several sending EQIFs per host (`[[eqds.eqifs]]`, digest item 28): credit that
+//! Several sending EQIFs per host (`[[eqds.eqifs]]`, the paper's §6): credit that
 //! many receivers grant beyond the sender's uplink is spent by deficit round robin
 //! between its EQIFs by weight, or by strict priority; receivers with a weighted or
 //! priority policy pull each EQIF by the same share; and a host's EQIFs are separate

@@ -372,7 +372,7 @@ fn a_resend_for_a_skipped_hole_far_behind_is_delivered_without_an_rst() {
     );
     assert_eq!(controls(&mut rx), [(ControlKind::Ack, isn + 1, false)]);
     // A second copy far behind is no longer awaited, and could as well be another
-    // epoch's: the RST of Q13.
+    // epoch's: the RST for far-off data [choice].
     rx.handle_data(0, SRC, &data(isn + 1, false), 1, 100);
     assert_eq!(controls(&mut rx), [(ControlKind::Rst, isn + 1, false)]);
     assert_eq!(rx.stats().rst_sent, 1);

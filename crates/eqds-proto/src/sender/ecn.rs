@@ -1,4 +1,4 @@
-//! ECN marking in the TCP-compatible sending EQIF (item 44): RED on each tunnel's
+//! ECN marking in the TCP-compatible sending EQIF (§6): RED on each tunnel's
 //! send queue for ECN-capable packets, so that ECN TCPs slow down before the queue
 //! drops (packets that are not ECN-capable meet only the drop-tail limit).
 //!

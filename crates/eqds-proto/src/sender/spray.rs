@@ -1,12 +1,13 @@
-//! Per-packet path choice for spraying (item 42, Q15): each tunnel walks a fresh
-//! random permutation of the path ids ([`PathCycle`]), optionally skipping paths that
-//! recently trimmed or lost a packet (path avoidance). The permutations come from the
-//! sender's own seedable generator ([`SplitMix64`]), so runs are reproducible.
+//! Per-packet path choice for spraying (§5; how to choose is left open by the paper,
+//! so this is our choice): each tunnel walks a fresh random permutation of the path
+//! ids ([`PathCycle`]), optionally skipping paths that recently trimmed or lost a
+//! packet (path avoidance). The permutations come from the sender's own seedable
+//! generator ([`SplitMix64`]), so runs are reproducible.
 
 use crate::time::Time;
 
 /// A random permutation of the path ids, walked round robin and reshuffled at every
-/// wrap, so that each tunnel covers all paths evenly but unpredictably (item 42, Q15).
+/// wrap, so that each tunnel covers all paths evenly but unpredictably \[choice\].
 ///
 /// With path avoidance on
 /// ([`SenderConfig::path_avoidance`](super::SenderConfig::path_avoidance)), a path

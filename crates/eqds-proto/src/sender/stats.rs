@@ -21,7 +21,7 @@ pub struct TunnelStats {
     pub in_flight_bytes: u64,
     /// Packets sent and not yet ACKed, NACKed or timed out.
     pub in_flight_packets: usize,
-    /// Until when the receiver said its link stays saturated (item 31, Q8).
+    /// Until when the receiver said its link stays saturated (§5's busy time).
     pub busy_until: Time,
     /// Smoothed round-trip time of the tunnel's DATA (0 before the first sample).
     pub srtt: Time,
@@ -32,14 +32,14 @@ pub struct TunnelStats {
     /// NDP (re)starts that granted credit.
     pub bursts: u64,
     /// Idle restarts that spent credit still held from a round trip ago instead of
-    /// asking with an RTS (Q6).
+    /// asking with an RTS (our grace period, see `sender.rs`).
     pub warm_restarts: u64,
     /// Idle restarts of a small packet paid for by stale credit of at most one MTU
     /// (`SenderConfig::thin_stream_credit`) instead of an RTS.
     pub thin_restarts: u64,
     /// RTS packets sent (starts in RTS mode, busy-time rule, credit-loss recovery).
     pub rts_sent: u64,
-    /// Credit-loss recoveries started (item 27).
+    /// Credit-loss recoveries started (see `sender.rs`, "Loss recovery").
     pub credit_loss_rts: u64,
     /// Charged bytes of DATA sent, retransmissions included.
     pub bytes_sent: u64,

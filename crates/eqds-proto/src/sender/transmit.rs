@@ -1,6 +1,6 @@
 //! Putting a tunnel's next packet on the wire: an RTS that asks for credit and uses no
-//! sequence number (Q5), or a DATA packet, resent or new (item 25), that spends it.
-//! Both carry the tunnel's current pull target and a sprayed path id (item 42).
+//! sequence number (our encoding), or a DATA packet, resent or new (§6), that spends
+//! it. Both carry the tunnel's current pull target and a sprayed path id (§5).
 
 use super::spray::SplitMix64;
 use super::tunnel::{Sent, Tunnel};
@@ -19,7 +19,7 @@ pub(super) fn send_rts<P>(
     t.quiet_since = now;
     t.stats.rts_sent += 1;
     let syn = t.fsm.syn();
-    // The next seq, consuming none (Q5); with SYN it must stay in the epoch's block.
+    // The next seq, consuming none [choice]; with SYN it must stay in the epoch's block.
     let seq = if t.block_full() {
         t.isn.wrapping_add(EPOCH_BLOCK - 1)
     } else {

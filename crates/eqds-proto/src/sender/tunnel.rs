@@ -1,8 +1,8 @@
 //! One tunnel: the sending half of the credit loop towards one destination. Its send,
-//! in-flight and retransmit queues (items 24-26), credit and pull target (items 12-15,
-//! Q4, Q6), strays, and the Appendix A [`TxTunnel`] (`crate::tunnel`) that numbers its
-//! packets in epochs (item 33). [`Sender`](super::Sender) keeps one per destination
-//! and drives it; sending is in `transmit.rs`, ACKs in `acks.rs`.
+//! in-flight and retransmit queues (§6, Fig. 5), credit and pull target (§5), strays,
+//! and the Appendix A [`TxTunnel`] (`crate::tunnel`) that numbers its packets in
+//! epochs. [`Sender`](super::Sender) keeps one per destination and drives it; sending
+//! is in `transmit.rs`, ACKs in `acks.rs`.
 
 use std::collections::VecDeque;
 
@@ -26,7 +26,8 @@ pub(super) struct Sent<P> {
     pub(super) seq: u32,
     /// Charged length (inner packet plus overhead).
     pub(super) len: u32,
-    /// Path of the latest transmission (item 43): answers are counted against it.
+    /// Path of the latest transmission (per-path statistics, §5): answers are counted
+    /// against it.
     pub(super) path_id: u16,
     /// Time of the latest transmission; the retransmit timer runs from it.
     pub(super) sent_at: Time,
@@ -78,7 +79,7 @@ pub(super) struct Tunnel<P> {
     pub(super) ahead: usize,
     /// Charged bytes in `send_queue`.
     pub(super) send_bytes: u64,
-    /// NACKed or timed-out packets, served before `send_queue` (item 25).
+    /// NACKed or timed-out packets, served before `send_queue` (§6).
     pub(super) retransmit: VecDeque<Sent<P>>,
     /// Charged bytes in `retransmit`.
     pub(super) retransmit_bytes: u64,
@@ -95,7 +96,7 @@ pub(super) struct Tunnel<P> {
     pub(super) in_flight_bytes: u64,
     /// `in_flight_bytes` as last added to the sender's total.
     pub(super) counted_in_flight: u64,
-    /// Unspent credit in bytes (item 12).
+    /// Unspent credit in bytes (§5).
     pub(super) credit: i64,
     /// Stale credit, at most one MTU, set aside for the next small packet that
     /// restarts the tunnel (`SenderConfig::thin_stream_credit`). It counts as held
@@ -108,11 +109,11 @@ pub(super) struct Tunnel<P> {
     /// `window` in MTUs, rounded up: how far a pull number may lie from the count
     /// this tunnel follows (see `hear_pull_number`).
     pub(super) window_pulls: i32,
-    /// Highest pull number seen, in serial order (item 13).
+    /// Highest pull number seen, in serial order (§5).
     pub(super) highest_pull: u32,
     /// Pull target carried by the last DATA or RTS sent.
     pub(super) last_target: u32,
-    /// End of the receiver's last advertised busy period (Q8).
+    /// End of the receiver's last advertised busy period (§5).
     pub(super) busy_until: Time,
     /// Last time this tunnel sent anything or heard a control packet: the
     /// credit-loss timer runs from it.
@@ -281,7 +282,7 @@ impl<P> Tunnel<P> {
         self.heard_pulls = true;
     }
 
-    /// Takes the cumulative pull number every control packet carries (item 13, Q3):
+    /// Takes the cumulative pull number every control packet carries (§5):
     /// credit for the PULLs it reveals, or a new baseline when the number cannot be
     /// part of the count this tunnel follows (see "Pull numbers across restarts" in
     /// the `sender` module documentation). `recount` says the packet is evidence
@@ -356,7 +357,8 @@ impl<P> Tunnel<P> {
         self.forsaken = None;
     }
 
-    /// Bytes still to be sent: send queue plus retransmit queue (Q6).
+    /// Bytes still to be sent: send queue plus retransmit queue (the pull target's
+    /// backlog, see `sender.rs`).
     pub(super) fn backlog(&self) -> u64 {
         self.send_bytes + self.retransmit_bytes
     }
@@ -369,8 +371,8 @@ impl<P> Tunnel<P> {
             .or_else(|| self.send_queue.front().map(|&(len, _)| len))
     }
 
-    /// The next packet is paid for (Q4: only when the credit covers all of it) and,
-    /// while SYN-SENT, a new one still fits in the epoch's block (item 33).
+    /// The next packet is paid for (§5: only when the credit covers all of it) and,
+    /// while SYN-SENT, a new one still fits in the epoch's block (Appendix A).
     pub(super) fn can_send_data(&self) -> bool {
         if self.retransmit.is_empty() && self.block_full() {
             return false;

@@ -52,7 +52,7 @@ fn reopens(epoch: u32) -> [TxAction; 3] {
     [start, syn, TxAction::ResendUnacked]
 }
 
-// ---- receiver table (item 34), one test per row ----
+// ---- receiver state machine (Appendix A, Figure 27), one test per row ----
 
 #[test]
 fn rx_closed_syn_establishes_from_any_packet_of_the_initial_window() {
@@ -183,7 +183,7 @@ fn rx_reestablished_by_a_greater_syn_waits_for_confirmation_again() {
 
 #[test]
 fn rx_established_data_far_from_the_in_order_point_gets_rst() {
-    // Q13: outside [expected - 2W, expected + 2W] with W = 150.
+    // [choice]: outside [expected - 2W, expected + 2W] with W = 150.
     let mut rx = rx_in(RxState::Established { epoch: 9 });
     let expected = 5u32;
     for seq in [expected.wrapping_sub(301), expected + 301, 1 << 31] {
@@ -242,7 +242,7 @@ fn epochs_half_the_space_apart_count_as_greater() {
     assert_eq!(next_epoch(MAX_EPOCH), 0);
 }
 
-// ---- sender table (item 35), one test per row ----
+// ---- sender state machine (Appendix A), one test per row ----
 
 #[test]
 fn tx_closed_packet_to_send_picks_a_random_epoch_and_sets_syn() {

@@ -192,7 +192,7 @@ pub fn random_workload(rng: &mut Rng, next_id: &mut u64, full_size: bool) -> Vec
 }
 
 /// The receiver's credit scheduler at 10 Gbps, FIFO, ACKing as `ack_coalesce` and
-/// `ack_delay` say (Q9).
+/// `ack_delay` say.
 pub fn receiver_config(ack_coalesce: u32, ack_delay: Time) -> ReceiverConfig {
     ReceiverConfig {
         link_rate_bps: 10_000_000_000,

@@ -27,7 +27,8 @@ EQDS_NDP_JUMBO = EQDS_NDP | {"switch.queue": "{ kind = 'trimming', data_bytes = 
 
 #: TCP over EQDS in RTS mode on switches that do not trim: 200-packet drop-tail
 #: queues, with EQDS control (class 0) served ahead of data (the transport's class
-#: 1), as spec Q19 asks of a network with priority classes.
+#: 1), as a trimming switch serves trimmed headers (trimming paper, §2); the EQDS
+#: paper does not say where control packets queue on a network that does not trim.
 EQDS_RTS = {
     "eqds.enabled": "true",
     "eqds.mode": "rts",

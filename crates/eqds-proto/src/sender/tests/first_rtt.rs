@@ -14,7 +14,7 @@ fn ndp_new_tunnel_bursts_exactly_one_window() {
         assert_eq!(t.wire_len, MTU);
         assert_eq!(t.header.sender_id, 7);
         // Held credit counts towards the window: packet k asks for k PULLs, one per
-        // packet that reaches the receiver, not Q6's literal W beyond the pull number.
+        // packet that reaches the receiver, not a literal W beyond the pull number.
         assert_eq!(t.header.pull_target, i as u32 + 1);
     }
     let st = s.tunnel(1).unwrap();

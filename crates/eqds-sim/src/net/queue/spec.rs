@@ -85,7 +85,8 @@ pub enum QueueSpec {
         /// `"wfq"` (default) or `"strict_priority"`.
         #[serde(default = "default_trim_sched")]
         scheduling: String,
-        /// WFQ byte weights (default 10:1 in favour of headers, spec Q1).
+        /// WFQ byte weights (default 10:1 in favour of headers: the trimming paper, §2,
+        /// asks for byte-based WFQ but gives no weight, so this is our choice).
         #[serde(default = "default_header_weight")]
         header_weight: u32,
         #[serde(default = "one_u32")]

@@ -1,5 +1,5 @@
-//! The ideal NDP trimming queue (Handley et al., SIGCOMM 2017; the trimming paper's
-//! "Ideal" switch; digest: spec/trimming.md §1.B).
+//! The ideal NDP trimming queue (Handley et al., SIGCOMM 2017; the "Ideal" switch of
+//! the trimming paper, its §2 and §6).
 //!
 //! Two queues per port: a small data queue and a header queue. A data packet that does
 //! not fit in the data queue is cut to its header, marked TRIMMED and queued as a
