@@ -5,7 +5,7 @@
 //! the wall clock, a TUN device and UDP sockets. To make that possible this crate owns
 //! no I/O: no sockets, no clocks, no threads. Bytes and the current time come in as
 //! arguments; what to send comes out of `poll_*` calls, in the style of quinn-proto
-//! and smoltcp (see `shared/design.md`).
+//! and smoltcp (see `docs/architecture.md`).
 //!
 //! Modules:
 //! - [`wire`]: the EQDS data and control headers, their encoding and strict decoding,
@@ -15,7 +15,7 @@
 //!   send, in-flight and retransmit queues, and start in NDP or RTS mode.
 //! - [`receiver`]: the receiving EQIF's credit scheduler: the active sender list,
 //!   paced PULLs, ACK/NACK and busy time.
-//! - [`paths`]: per-path counters and RTTs of a tunnel (item 43), when asked for.
+//! - [`paths`]: per-path counters and RTTs of a tunnel (§5 and §6), when asked for.
 //! - [`reorder`]: the receiving EQIF's per-tunnel reorder queue: in-order release,
 //!   bounded by W, with a hole timeout and an unordered bypass.
 //! - [`tunnel`]: the sender and receiver tunnel state machines of Appendix A: zero-RTT

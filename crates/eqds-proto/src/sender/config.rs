@@ -1,11 +1,11 @@
 //! How a sending EQIF is set up: the first-RTT [`Mode`] of a (re)starting tunnel
-//! (items 29-32) and the [`SenderConfig`] all its tunnels share, with its defaults.
+//! (paper §4.1 and §5) and the [`SenderConfig`] all its tunnels share, with its defaults.
 
 use super::ecn::Red;
 use crate::time::{Time, PS_PER_MS};
 use crate::wire::NextProto;
 
-/// How a tunnel spends its first RTT after a (re)start (item 29-32).
+/// How a tunnel spends its first RTT after a (re)start (§4.1, §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// The network trims: a (re)starting tunnel owns one window of credit and bursts
@@ -22,17 +22,17 @@ pub struct SenderConfig {
     /// First-RTT mode. Default [`Mode::Ndp`]: the paper's testbeds trim (§8).
     pub mode: Mode,
     /// Tunnel MTU in bytes: the largest packet as charged, overhead included, and the
-    /// credit one PULL grants (item 13, Q4). Default 1500.
+    /// credit one PULL grants (§5). Default 1500.
     pub mtu: u32,
     /// Bytes charged per packet on top of the inner packet: by default 44, outer IPv4
     /// (20), UDP (8) and the EQDS header (16), since credit pays for what occupies
-    /// the receiver's link (Q4). An RTS goes on the wire with exactly this length.
+    /// the receiver's link (§5 does not say whether credit counts the encapsulation; we charge it). An RTS goes on the wire with exactly this length.
     pub overhead: u32,
     /// The per-tunnel credit window W in bytes, nominally one BDP. Default 50 MTUs,
-    /// the paper's DPDK window (§8.5, digest section 2).
+    /// the paper's DPDK window (§8.5).
     pub window: u32,
     /// Bytes a new or idle tunnel sends before any credit arrives, when its receiver
-    /// is not busy (items 29-31); the pull targets they carry ask for the rest.
+    /// is not busy (§4.1, §5); the pull targets they carry ask for the rest.
     /// `None` lets the mode decide: NDP bursts one window, RTS sends nothing and asks
     /// first. `Some(n)` in RTS mode saves its round trip when the receiver is idle,
     /// at the risk of losing those `n` bytes in an incast on a network that does not
@@ -46,7 +46,7 @@ pub struct SenderConfig {
     /// a stream stops. 0 asks for exactly the backlog.
     pub demand_lookahead: u32,
     /// Send-queue capacity per tunnel, in packets. Default 100, the paper's default
-    /// TX buffering per destination (§6, item 52).
+    /// TX buffering per destination (§8.5 and Appendix B).
     pub send_queue_packets: usize,
     /// Send-queue capacity per tunnel in charged bytes, on top of the packet limit.
     /// Default unlimited. A byte limit lets a burst of small packets (the TCP ACKs
@@ -54,18 +54,18 @@ pub struct SenderConfig {
     /// where a packet count sized for full packets would drop them.
     pub send_queue_bytes: u64,
     /// Minimum retransmit timeout per in-flight packet; each tunnel's timeout is
-    /// `srtt + 4 rttvar` from its own samples when that is longer (Q10, `rtt.rs`).
-    /// Default 1 ms: the upper end of Q10's simulator range; trims make it a safety
+    /// `srtt + 4 rttvar` from its own samples when that is longer (`rtt.rs`; the paper gives no RTO for EQDS).
+    /// Default 1 ms \[choice\]: the paper gives none; the top of the usual 100 µs to 1 ms minimum; trims make it a safety
     /// net, not the main loss signal.
     pub rto: Time,
     /// Quiet time after which a stalled tunnel (backlog, no usable credit, nothing in
-    /// flight) sends an RTS (Q11). Default 1 ms, one RTO.
+    /// flight) sends an RTS (credit-loss recovery, see the `sender` module doc). Default 1 ms, one RTO.
     pub credit_loss_timeout: Time,
-    /// Number of path ids sprayed over (Q15: P at least the number of equal-cost
+    /// Number of path ids sprayed over (our choice: P at least the number of equal-cost
     /// paths). Default 64. Must be at least 1.
     pub paths: u16,
     /// This EQIF's id, written into every header and expected back in control
-    /// packets (Q2). Default 0.
+    /// packets (our reading of Fig. 4's sender ID). Default 0.
     pub sender_id: u16,
     /// Inner protocol of the packets of this EQIF. Default IPv4.
     pub next_proto: NextProto,
@@ -90,7 +90,7 @@ pub struct SenderConfig {
     /// paper (NACKs and the RTO only).
     pub loss_reorder_window: Time,
     /// RED on each tunnel's send queue for ECN-capable packets
-    /// ([`super::Sender::mark_ce`], item 44). Default `None`: no marking.
+    /// ([`super::Sender::mark_ce`], §6). Default `None`: no marking.
     pub ecn: Option<Red>,
     /// Let a small packet (at most half an MTU) that restarts an idle tunnel spend
     /// up to one MTU of credit however stale, even into a busy receiver, one packet
