@@ -1,8 +1,8 @@
 //! The daemon without its I/O: inner packets and datagrams in, datagrams and inner
 //! packets out, driven by the caller's clock.
 //!
-//! [`Engine`] joins the protocol core (the sending EQIFs and one receiving EQIF, from
-//! `eqds-proto`) to the peer table and the buffer pool. Packets from the TUN device
+//! [`Engine`] joins the protocol core (one [`Host`] of `eqds-proto`: the sending
+//! EQIFs and one receiving EQIF) to the peer table and the buffer pool. Packets from the TUN device
 //! go through one sending EQIF and native payloads, when the native socket is on,
 //! through a second, the paper's TCP-compatible and native classes side by side:
 //! each is a sender of its own to the peer (its own tunnel, credit and epochs, told
@@ -24,14 +24,13 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
-use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
-use eqds_proto::receiver::Policy;
-use eqds_proto::receiver::ReceiverConfig;
-use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{EnqueueError, PeerId, Red, SenderConfig};
-use eqds_proto::time::{Time, PS_PER_US};
-use eqds_proto::tunnel::{RxConfig, TxState};
-use eqds_proto::uplink::{Share, Uplink};
+use eqds_proto::config::EqdsConfig;
+use eqds_proto::eqif::ReceivingEqif;
+use eqds_proto::host::{Host, HostParams};
+use eqds_proto::sender::{EnqueueError, PeerId};
+use eqds_proto::time::Time;
+use eqds_proto::tunnel::TxState;
+use eqds_proto::uplink::Uplink;
 use eqds_proto::wire::{self, ControlHeader, ControlKind, Header, NextProto, HEADER_LEN};
 
 use crate::config::{Config, MAX_PEERS, TUNNEL_OVERHEAD};
@@ -64,21 +63,8 @@ pub enum NativeOutcome {
 pub const TUN_EQIF: usize = 0;
 /// Sender id (and uplink index) of the native interface's sending EQIF.
 pub const NATIVE_EQIF: usize = 1;
-/// Sending EQIFs a daemon may have, so the sender ids data may carry.
-const EQIF_CLASSES: usize = 2;
-
-/// The receiving EQIF's peer id for the sending EQIF `sender_id` of the peer in
-/// table slot `slot`: each of a peer's EQIFs is a sender of its own, and the TUN's
-/// is known by the slot alone.
-fn rx_peer(slot: PeerId, sender_id: u16) -> PeerId {
-    debug_assert!(slot < MAX_PEERS);
-    (u32::from(sender_id) << 24) | slot
-}
-
-/// The peer table slot of a receiving EQIF's peer id ([`rx_peer`]).
-fn rx_peer_slot(peer: PeerId) -> PeerId {
-    peer & (MAX_PEERS - 1)
-}
+// A peer table slot is the core's peer id, which has 24 bits.
+const _: () = assert!(MAX_PEERS - 1 == eqds_proto::host::MAX_PEER);
 
 /// Where a native datagram is read into a buffer: its 8-byte header just before
 /// [`INNER`], so that the payload sits where a TUN packet would.
@@ -106,6 +92,37 @@ fn tun_proto(pkt: &[u8]) -> NextProto {
     }
 }
 
+/// The EQDS settings of `config`, for the protocol core.
+fn eqds_config(config: &Config) -> EqdsConfig {
+    use eqds_proto::config::ReorderSpan;
+    use eqds_proto::time::PS_PER_US;
+    EqdsConfig {
+        mode: config.mode,
+        window: config.window_packets,
+        initial_window: config.initial_window_packets,
+        demand_lookahead: Some(config.demand_lookahead_packets),
+        send_queue: config.send_queue_packets,
+        acks_first: config.acks_first,
+        ecn_threshold: Some(config.ecn_threshold_packets),
+        ecn_max_threshold: Some(config.ecn_max_threshold_packets),
+        ecn_max_p_ppm: config.ecn_max_p_ppm,
+        rto: config.rto_us * PS_PER_US,
+        credit_loss_timeout: None,
+        policy: config.policy,
+        ack_coalesce: config.ack_coalesce,
+        ack_delay: 50 * PS_PER_US,
+        pull_rate_permille: config.pacing_permille,
+        pull_burst: config.pull_burst,
+        pace_control: config.pace_control,
+        reorder_window: ReorderSpan::Rtos(2),
+        reorder_timeout: config.reorder_timeout_us * PS_PER_US,
+        path_avoidance: config.path_avoidance_us * PS_PER_US,
+        loss_reorder_window: config.loss_reorder_window_us * PS_PER_US,
+        thin_stream_credit: config.thin_stream_credit,
+        path_stats: config.path_stats,
+    }
+}
+
 /// One datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Datagram {
@@ -123,13 +140,12 @@ pub struct Datagram {
 pub struct Engine {
     peers: Peers,
     pool: Pool,
-    /// The sending EQIFs: the TUN's ([`TUN_EQIF`]) and, with the native socket, the
-    /// native interface's ([`NATIVE_EQIF`]), sharing the uplink by DRR.
-    tx: Uplink<BufId>,
-    /// Each sending EQIF's share, by sender id: a receiver with a weighted or
-    /// priority policy pulls a peer's EQIFs by the shares this daemon gives its own.
-    shares: [Share; EQIF_CLASSES],
-    rx: ReceivingEqif<BufId>,
+    /// The protocol: the sending EQIFs (the TUN's, [`TUN_EQIF`], and with the native
+    /// socket the native interface's, [`NATIVE_EQIF`], sharing the uplink by DRR) and
+    /// the receiving EQIF. Peers are known by their table slot.
+    host: Host<BufId>,
+    /// When `host` next has timer work, as of the last pump.
+    host_timeout: Option<Time>,
     counters: Counters,
     outbox: VecDeque<Datagram>,
     /// Scratch list of the control packets of one pump.
@@ -141,9 +157,9 @@ pub struct Engine {
     inner_mtu: usize,
     /// Queue pure TCP ACKs ahead of the data waiting for the same peer.
     acks_first: bool,
-    /// Bytes a control datagram takes on the link beyond its payload (outer IPv4 and
-    /// UDP headers, link overhead), when PULL pacing makes room for control packets.
-    control_link_overhead: Option<u32>,
+    /// Bytes a control datagram takes on the link beyond its payload: outer IPv4 and
+    /// UDP headers, link overhead.
+    control_link_overhead: u32,
     /// Bytes sent per UDP source socket (path), recorded by the I/O loop.
     path_bytes: Vec<u64>,
     /// Paces DATA and RTS at `eqds.uplink_rate`, if set.
@@ -165,63 +181,26 @@ impl Engine {
     pub fn new(config: &Config, seed: u64) -> Self {
         let charged_mtu = config.charged_mtu();
         let overhead = TUNNEL_OVERHEAD + config.link_overhead;
-        let window = config.window_packets * charged_mtu;
-        let send_queue_bytes = u64::from(config.send_queue_packets) * u64::from(charged_mtu);
-        let sender_config = |sender_id: u16| SenderConfig {
-            mode: config.mode,
-            mtu: charged_mtu,
-            overhead,
-            window,
-            initial_window: config.initial_window_packets.map(|p| p * charged_mtu),
-            demand_lookahead: config.demand_lookahead_packets * charged_mtu,
-            send_queue_packets: usize::MAX,
-            thin_stream_credit: config.thin_stream_credit,
-            send_queue_bytes,
-            rto: config.rto_us * PS_PER_US,
-            credit_loss_timeout: config.rto_us * PS_PER_US,
-            paths: config.paths,
-            sender_id,
-            next_proto: NextProto::Ipv4,
-            // EQIF 0 keeps the daemon's seed.
-            seed: seed ^ u64::from(sender_id).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            path_stats: config.path_stats,
-            path_avoidance: config.path_avoidance_us * PS_PER_US,
-            loss_reorder_window: config.loss_reorder_window_us * PS_PER_US,
-            ecn: Some(Red {
-                min_bytes: u64::from(config.ecn_threshold_packets) * u64::from(charged_mtu),
-                max_bytes: u64::from(config.ecn_max_threshold_packets) * u64::from(charged_mtu),
-                max_p_ppm: config.ecn_max_p_ppm,
-            }),
-        };
-        let mut tx = Uplink::new(sender_config(TUN_EQIF as u16), config.tun_share);
+        let mut eqifs = vec![config.tun_share];
         if config.native_socket.is_some() {
-            tx.add(sender_config(NATIVE_EQIF as u16), config.native_share);
+            eqifs.push(config.native_share);
         }
-        // Per-tunnel reorder span. Without trimming a loss is found only by the RTO
-        // (and its credit by the credit-loss timeout), and the sender keeps sending
-        // meanwhile: the span must hold what the link carries in two RTOs, or the hole
-        // falls out of it and the packet is lost for good. Never less than 4 windows.
-        let per_rto = config.link_rate_bps / 8 * config.rto_us / 1_000_000 / u64::from(charged_mtu);
-        let reorder_window = (2 * per_rto as u32).clamp(4 * config.window_packets, 1 << 14);
-        let rx = ReceivingEqif::new(ReceivingEqifConfig {
-            credit: ReceiverConfig {
-                link_rate_bps: config.link_rate_bps,
+        let host = Host::new(
+            &eqds_config(config),
+            HostParams {
                 mtu: charged_mtu,
-                window,
-                pacing_permille: config.pacing_permille,
-                pull_burst: config.pull_burst,
-                policy: config.policy,
-                ack_coalesce: config.ack_coalesce,
-                ack_delay: 50 * PS_PER_US,
+                overhead,
+                link_rate_bps: config.link_rate_bps,
+                paths: config.paths,
+                seed,
+                eqifs,
+                // A peer may run the native interface whether this daemon does or
+                // not: both classes are accepted, each pulled by the share this
+                // daemon gives its own.
+                peer_eqifs: vec![config.tun_share, config.native_share],
+                tunnel_windows: None,
             },
-            tunnel: RxConfig {
-                window: reorder_window,
-            },
-            reorder: ReorderConfig {
-                window: reorder_window,
-                hole_timeout: config.reorder_timeout_us * PS_PER_US,
-            },
-        });
+        );
         // Enough buffers for every peer's send queue, a window in flight and a full
         // reorder queue, for the peers expected at once; beyond that, drops are counted.
         let per_peer = (config.send_queue_packets + 6 * config.window_packets) as usize;
@@ -230,9 +209,8 @@ impl Engine {
         Self {
             peers: Peers::from_config(config),
             pool: Pool::new(config.mtu as usize + 64, cap),
-            tx,
-            shares: [config.tun_share, config.native_share],
-            rx,
+            host,
+            host_timeout: None,
             counters: Counters::default(),
             outbox: VecDeque::new(),
             control: Vec::new(),
@@ -241,7 +219,7 @@ impl Engine {
             native_enabled: config.native_socket.is_some(),
             inner_mtu: config.inner_mtu() as usize,
             acks_first: config.acks_first,
-            control_link_overhead: config.pace_control.then_some(20 + 8 + config.link_overhead),
+            control_link_overhead: 20 + 8 + config.link_overhead,
             path_bytes: vec![0; usize::from(config.paths)],
             sends_on_header_paths: config.path_stats || config.path_avoidance_us > 0,
             // The bucket holds what the link carries in two of the loop's timer
@@ -292,18 +270,18 @@ impl Engine {
 
     /// The sending EQIFs: [`TUN_EQIF`], and [`NATIVE_EQIF`] with the native socket.
     pub fn uplink(&self) -> &Uplink<BufId> {
-        &self.tx
+        self.host.uplink()
     }
 
     /// The receiving EQIF's peer id for the sending EQIF `sender_id` of the peer in
     /// table slot `slot`.
     pub fn receiving_peer(&self, slot: PeerId, sender_id: u16) -> PeerId {
-        rx_peer(slot, sender_id)
+        Host::<BufId>::rx_peer(slot, sender_id)
     }
 
     /// The receiving EQIF.
     pub fn receiver(&self) -> &ReceivingEqif<BufId> {
-        &self.rx
+        self.host.receiver()
     }
 
     /// Bytes sent per UDP source socket.
@@ -351,8 +329,7 @@ impl Engine {
         } else {
             ipv4::is_ect(pkt)
         };
-        let tx = self.tx.eqif_mut(TUN_EQIF);
-        if ect && tx.mark_ce(peer) {
+        if ect && self.host.mark_ce(TUN_EQIF, peer) {
             let pkt = self.pool.inner_mut(id);
             if v6 {
                 ipv6::mark_ce(pkt);
@@ -369,13 +346,10 @@ impl Engine {
                 ipv4::is_pure_tcp_ack(pkt)
             }
         };
-        let tx = self.tx.eqif_mut(TUN_EQIF);
-        let queued = if pure_ack {
-            tx.enqueue_ahead(now, peer, len as u32, id)
-        } else {
-            tx.enqueue(now, peer, len as u32, id)
-        };
-        match queued {
+        match self
+            .host
+            .handle_write(now, TUN_EQIF, peer, len as u32, id, pure_ack)
+        {
             Ok(()) => {}
             Err(EnqueueError::Backpressure(id)) => {
                 self.counters.drop_send_queue_full += 1;
@@ -432,8 +406,11 @@ impl Engine {
         self.pool.set_proto(id, NextProto::Native);
         // An engine without the native socket takes no native datagrams; tests may
         // still write some, which then share the TUN's EQIF.
-        let tx = self.tx.eqif_mut(NATIVE_EQIF.min(self.tx.eqif_count() - 1));
-        let outcome = match tx.enqueue(now, peer, payload_len as u32, id) {
+        let eqif = NATIVE_EQIF.min(self.host.uplink().eqif_count() - 1);
+        let written = self
+            .host
+            .handle_write(now, eqif, peer, payload_len as u32, id, false);
+        let outcome = match written {
             Ok(()) => {
                 self.counters.native_enqueued += 1;
                 NativeOutcome::Queued
@@ -504,36 +481,28 @@ impl Engine {
             }
         };
         match header {
-            Header::Data(h) if usize::from(h.sender_id) >= EQIF_CLASSES => {
-                self.counters.drop_unknown_eqif += 1;
-                self.pool.free(id);
-            }
             Header::Data(h) => {
                 let inner_len = len - HEADER_LEN;
                 self.pool.set_len(id, inner_len);
                 self.pool.set_proto(id, h.next_proto);
-                let src = rx_peer(peer, h.sender_id);
-                if self.rx.credit().config().policy != Policy::Fifo {
-                    let share = self.shares[usize::from(h.sender_id)];
-                    let credit = self.rx.credit_mut();
-                    credit.set_weight(src, share.weight);
-                    credit.set_class(src, share.priority);
+                match self.host.handle_data(now, peer, &h, id, inner_len) {
+                    Ok(()) => self.drain_receiver(now),
+                    Err(id) => {
+                        self.counters.drop_unknown_eqif += 1;
+                        self.pool.free(id);
+                    }
                 }
-                self.rx.handle_data(now, src, &h, id, inner_len);
-                self.drain_receiver(now);
             }
             Header::Control(h) => {
                 self.pool.free(id);
-                if let Some(extra) = self.control_link_overhead {
-                    // `len` is at most a buffer, far below u32::MAX.
-                    self.rx.credit_mut().charge_unpulled(len as u32 + extra);
-                }
+                // `len` is at most a buffer, far below u32::MAX.
+                let wire_len = len as u32 + self.control_link_overhead;
                 if self.peers.needs_confirmation(peer) {
-                    self.control_from_unconfirmed(now, peer, &h);
+                    self.control_from_unconfirmed(now, peer, &h, wire_len);
                 } else {
-                    self.tx.handle_control(now, peer, &h);
+                    self.host.handle_control(now, peer, &h, wire_len);
                 }
-                while let Some((_, acked)) = self.tx.poll_acked() {
+                while let Some((_, acked)) = self.host.poll_acked() {
                     self.pool.free(acked.payload);
                 }
             }
@@ -561,17 +530,11 @@ impl Engine {
     /// next packet finds no state here, as after a restart of this daemon.
     fn forget_slot(&mut self, slot: PeerId, endpoint: SocketAddrV4) {
         self.counters.peers_evicted += 1;
-        let mut dropped = Vec::new();
-        for eqif in 0..self.tx.eqif_count() {
-            dropped.extend(self.tx.eqif_mut(eqif).drop_tunnel(slot));
-        }
+        let dropped = self.host.forget_peer(slot);
         if !dropped.is_empty() {
-            // Datagrams still waiting to be sent read these buffers.
+            // Datagrams still waiting to be sent read buffers among these.
             self.outbox
                 .retain(|d| d.dst != endpoint || d.payload.is_none());
-        }
-        for sender_id in 0..EQIF_CLASSES as u16 {
-            dropped.extend(self.rx.forget_peer(rx_peer(slot, sender_id)));
         }
         self.counters.drop_evicted += dropped.len() as u64;
         for b in dropped {
@@ -584,12 +547,18 @@ impl Engine {
     /// ours to it reaches ESTABLISHED in an epoch we chose; a SYN-ACK that moves a
     /// tunnel to another epoch marks it steered, and it confirms nothing since
     /// (`peers.rs` explains why).
-    fn control_from_unconfirmed(&mut self, now: Time, peer: PeerId, h: &ControlHeader) {
-        let eqif = self.tx.find(h.sender_id);
-        let state = |tx: &Uplink<BufId>| eqif.and_then(|i| tx.eqif(i).tunnel_state(peer));
-        let before = state(&self.tx);
-        self.tx.handle_control(now, peer, h);
-        let (Some(eqif), Some(after)) = (eqif, state(&self.tx)) else {
+    fn control_from_unconfirmed(
+        &mut self,
+        now: Time,
+        peer: PeerId,
+        h: &ControlHeader,
+        wire_len: u32,
+    ) {
+        let eqif = self.host.uplink().find(h.sender_id);
+        let state = |host: &Host<BufId>| eqif.and_then(|i| host.sender(i).tunnel_state(peer));
+        let before = state(&self.host);
+        self.host.handle_control(now, peer, h, wire_len);
+        let (Some(eqif), Some(after)) = (eqif, state(&self.host)) else {
             return;
         };
         let epoch = |s: Option<TxState>| match s {
@@ -611,17 +580,13 @@ impl Engine {
             .as_ref()
             .filter(|_| self.paced_back)
             .map(TxPacer::ready_at);
-        [self.tx.poll_timeout(), self.rx.poll_timeout(), paced]
-            .into_iter()
-            .flatten()
-            .min()
+        [self.host_timeout, paced].into_iter().flatten().min()
     }
 
     /// Runs the timers due at `now`: PULL pacing, deferred ACKs, retransmissions,
     /// credit-loss RTSs and reorder hole timeouts.
     pub fn handle_timeout(&mut self, now: Time) {
-        self.tx.handle_timeout(now);
-        self.rx.handle_timeout(now);
+        self.host.handle_timeout(now);
         self.drain_receiver(now);
         self.pump(now);
     }
@@ -696,17 +661,10 @@ impl Engine {
     pub fn close_all(&mut self, now: Time) {
         let ids: Vec<PeerId> = self.peers.iter().map(|(id, _)| id).collect();
         for peer in ids {
-            for eqif in 0..self.tx.eqif_count() {
-                for b in self.tx.eqif_mut(eqif).drop_tunnel(peer) {
-                    self.pool.free(b);
-                }
-            }
-            for sender_id in 0..EQIF_CLASSES as u16 {
-                let lost = self.rx.close_peer(rx_peer(peer, sender_id));
-                self.counters.drop_lost_on_restart += lost.len() as u64;
-                for b in lost {
-                    self.pool.free(b);
-                }
+            let (unsent, lost) = self.host.close_peer(peer);
+            self.counters.drop_lost_on_restart += lost.len() as u64;
+            for b in unsent.into_iter().chain(lost) {
+                self.pool.free(b);
             }
         }
         self.pump(now);
@@ -715,7 +673,7 @@ impl Engine {
     /// Hands delivered packets to the TUN queue (after the anti-spoofing check) and
     /// frees what the receiving EQIF discarded.
     fn drain_receiver(&mut self, now: Time) {
-        while let Some(d) = self.rx.poll_deliver(now) {
+        while let Some(d) = self.host.poll_deliver(now) {
             let id = d.payload;
             if self.pool.proto(id) == NextProto::Native {
                 if !self.native_enabled {
@@ -725,7 +683,7 @@ impl Engine {
                     self.counters.drop_native_app_slow += 1;
                     self.pool.free(id);
                 } else {
-                    let src = *self.peers.get(rx_peer_slot(d.src)).endpoint.ip();
+                    let src = *self.peers.get(d.src).endpoint.ip();
                     self.to_native.push_back((id, src));
                 }
                 continue;
@@ -733,9 +691,7 @@ impl Engine {
             // The packet must be what its DATA header says it is: an IPv4 header
             // behind `next_proto` IPv6 (or the reverse) is malformed, not routed.
             match inspect_inner(self.pool.proto(id), self.pool.inner(id)) {
-                Some((src, _)) if self.peers.may_use(rx_peer_slot(d.src), src) => {
-                    self.to_tun.push_back(id)
-                }
+                Some((src, _)) if self.peers.may_use(d.src, src) => self.to_tun.push_back(id),
                 Some(_) => {
                     self.counters.drop_spoofed += 1;
                     self.pool.free(id);
@@ -746,7 +702,7 @@ impl Engine {
                 }
             }
         }
-        while let Some(id) = self.rx.poll_discarded() {
+        while let Some(id) = self.host.poll_discarded() {
             self.pool.free(id);
         }
     }
@@ -760,7 +716,7 @@ impl Engine {
         // nothing the later one does not: it is left out. A late timer that releases
         // several PULLs at once then costs one datagram, not several.
         self.control.clear();
-        while let Some(c) = self.rx.poll_control(now) {
+        while let Some(c) = self.host.poll_control(now) {
             self.control.push(c);
         }
         for i in 0..self.control.len() {
@@ -781,7 +737,7 @@ impl Engine {
                 // data after it must leave.
                 p.spend(self.control_wire_len);
             }
-            self.push(rx_peer_slot(peer), header, None);
+            self.push(peer, header, None);
         }
         if let Some(p) = &mut self.pacer {
             p.refill(now);
@@ -789,10 +745,10 @@ impl Engine {
         self.paced_back = false;
         loop {
             if self.pacer.as_ref().is_some_and(|p| !p.ready()) {
-                self.paced_back = self.tx.has_transmit();
+                self.paced_back = self.host.has_transmit();
                 break;
             }
-            let Some((_, t)) = self.tx.poll_transmit(now) else {
+            let Some((_, t)) = self.host.poll_transmit(now) else {
                 break;
             };
             if let Some(p) = &mut self.pacer {
@@ -814,6 +770,7 @@ impl Engine {
             }
             self.push(t.dst, header, t.payload);
         }
+        self.host_timeout = self.host.poll_timeout(now);
     }
 
     fn push(&mut self, peer: PeerId, header: [u8; HEADER_LEN], payload: Option<BufId>) {
