@@ -1,6 +1,8 @@
 //! Two daemons' engines joined in memory: what one reads from its TUN device comes
 //! out of the other's, and bad datagrams only move counters. No sockets, no root.
 
+#![deny(unsafe_code)]
+
 use std::net::SocketAddrV4;
 
 use eqds_proto::time::{Time, PS_PER_US};

@@ -4,6 +4,8 @@
 //! nothing over to their next peer; and a forged SYN-ACK that steers a tunnel's
 //! epoch does not confirm a spoofed peer.
 
+#![deny(unsafe_code)]
+
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use eqds_proto::time::{Time, PS_PER_US};

@@ -1,5 +1,7 @@
 //! eqdsctl: lists a running eqdsd's tunnels and counters from its metrics endpoint.
 
+#![deny(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

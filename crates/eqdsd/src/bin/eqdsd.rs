@@ -1,5 +1,7 @@
 //! eqdsd: the EQDS daemon. See `docs/eqdsd.md`.
 
+#![deny(unsafe_code)]
+
 use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -11,6 +11,8 @@
 //! END: a = packets, b = bytes the client's daemon took. REPORT: a = packets, b =
 //! bytes, c = nanoseconds from the session's first to its last DATA at the server.
 
+#![deny(unsafe_code)]
+
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::net::Ipv4Addr;

@@ -344,3 +344,18 @@ fn overlapping_peer_ranges_are_rejected_and_a_range_holding_this_host_is_not() {
     );
     assert!(Config::parse(&range("10.66.0.0/24", "10.89.0.0/24")).is_ok());
 }
+
+#[test]
+fn sections_are_checked_in_the_files_order_each_whole_before_the_next() {
+    // Two errors: the one in the earlier section is reported, whichever key it is.
+    let e = err(&MINIMAL.replace("[tunnel]", "weight = 0\n[tunnel]\nmtu = 100"));
+    assert!(e.starts_with("interface.weight:"), "{e}");
+    let e = err(&format!(
+        "{MINIMAL}\n[eqds]\nwindow = 0\n[native]\nsocket = \"x\""
+    ));
+    assert!(e.starts_with("eqds.window:"), "{e}");
+    // MINIMAL listens on 10.77.1.1:7700.
+    let e = err(&with_peers(&[("10.77.1.1:7700", "\"10.99.0.0/16\"")])
+        .replace("[tunnel]", "[native]\nsocket = \"x\"\n[tunnel]"));
+    assert!(e.starts_with("native.socket:"), "{e}");
+}
