@@ -12,8 +12,7 @@
 use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 
-use eqds_proto::receiver::Policy;
-use eqds_proto::sender::Mode;
+use eqds_proto::config::EqdsConfig;
 use eqds_proto::uplink::Share;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use serde::Deserialize;
@@ -122,9 +121,10 @@ pub struct Config {
     /// After the last packet in or out, keep polling this many microseconds before
     /// sleeping: a reply that comes back within it costs no wakeup.
     pub poll_us: u64,
-    // From here to `max_peers`: the fields from `[eqds]`, made by `eqds::validate`.
-    /// First-RTT mode.
-    pub mode: Mode,
+    // From here to `deprecations`: the fields from `[eqds]`, made by `eqds::validate`.
+    /// The protocol's settings: the daemon's profile with the file's shared keys
+    /// applied (the same keys as a scenario's `[eqds]` table).
+    pub eqds: EqdsConfig,
     /// Receiving access link rate, bits per second: PULLs are paced at it.
     pub link_rate_bps: u64,
     /// Sending access link rate, bits per second, if the sending EQIFs are to pace
@@ -132,59 +132,15 @@ pub struct Config {
     /// EQIFs' weights and priorities decide who goes, rather than in the kernel's
     /// queues. `None`: release whatever credit pays for.
     pub uplink_rate_bps: Option<u64>,
-    /// Credit window per tunnel, in packets.
-    pub window_packets: u32,
-    /// Packets an idle tunnel sends to an idle receiver before any credit; `None`:
-    /// as the mode says (NDP the window, RTS none).
-    pub initial_window_packets: Option<u32>,
-    /// Credit a tunnel asks for beyond its backlog while packets are in flight, in
-    /// packets (`SenderConfig::demand_lookahead`).
-    pub demand_lookahead_packets: u32,
-    /// A small packet restarting an idle tunnel may spend up to one MTU of stale
-    /// credit rather than send an RTS (`SenderConfig::thin_stream_credit`).
-    pub thin_stream_credit: bool,
-    /// Pure TCP ACKs join their tunnel's send queue ahead of waiting data.
-    pub acks_first: bool,
-    /// Keep per-path statistics in every tunnel and export them as metrics.
-    pub path_stats: bool,
-    /// How long a tunnel sprays around a path that trimmed or lost a packet, in
-    /// microseconds (0: never).
-    pub path_avoidance_us: u64,
-    /// Time-based loss detection (`SenderConfig::loss_reorder_window`), in
-    /// microseconds (0: off).
-    pub loss_reorder_window_us: u64,
-    /// PULL pacing leaves room on the access link for the control packets that
-    /// arrive on it (`Receiver::charge_unpulled`).
-    pub pace_control: bool,
-    /// Send queue per destination, in full packets' worth of bytes.
-    pub send_queue_packets: u32,
-    /// ASL policy.
-    pub policy: Policy,
-    /// PULL rate as a fraction of the link rate, in thousandths.
-    pub pacing_permille: u32,
-    /// PULLs a late timer may send at once.
-    pub pull_burst: u32,
     /// Shortest sleep of the event loop when only timers are pending: PULLs due within
     /// it go out together as one datagram (see `Engine::pump`), which saves a wakeup
     /// and a send per PULL at the price of bursts of a few packets.
     pub timer_granularity_us: u64,
-    /// Send-queue depth (packets) from which ECN-capable inner packets may be
-    /// CE-marked (RED's lower threshold).
-    pub ecn_threshold_packets: u32,
-    /// Depth from which every ECN-capable packet is marked; in between the
-    /// probability rises linearly to `ecn_max_p_ppm`. Equal to the lower
-    /// threshold: a step.
-    pub ecn_max_threshold_packets: u32,
-    /// Marking probability at the top of RED's ramp, in millionths.
-    pub ecn_max_p_ppm: u32,
-    /// Retransmit timeout.
-    pub rto_us: u64,
-    /// Reorder hole timeout.
-    pub reorder_timeout_us: u64,
-    /// Packets per deferred cumulative ACK.
-    pub ack_coalesce: u32,
     /// Most peers kept at once.
     pub max_peers: u32,
+    /// Deprecated spellings the file used, each with what to write instead: the
+    /// daemon logs them as warnings when it starts.
+    pub deprecations: Vec<String>,
     // The end of the fields from `[eqds]`.
     /// Metrics endpoint, if any.
     pub metrics: Option<SocketAddrV4>,
@@ -215,12 +171,20 @@ impl Config {
 
     /// Parses and validates the text of a file.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
-        let de = toml::Deserializer::parse(text).map_err(|e| invalid("(file)", e.to_string()))?;
-        let file: File = serde_path_to_error::deserialize(de).map_err(|e| {
-            let key = e.path().to_string();
-            let message = e.inner().message().to_string();
-            invalid(if key == "." { "(file)".into() } else { key }, message)
-        })?;
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| invalid("(file)", e.to_string()))?;
+        eqds::split_shared(&mut table)?;
+        let file: File =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                // The shared keys of `[eqds]` sit a level down while they are read.
+                let key = e
+                    .path()
+                    .to_string()
+                    .replace(&format!(".{}", eqds::SHARED_KEYS), "");
+                let message = e.inner().message().to_string();
+                invalid(if key == "." { "(file)".into() } else { key }, message)
+            })?;
         Self::validate(file)
     }
 
@@ -263,30 +227,12 @@ impl Config {
             udp_offload: tunnel.udp_offload,
             busy_poll: tunnel.busy_poll,
             poll_us: tunnel.poll_us,
-            mode: eqds.mode,
+            eqds: eqds.eqds,
             link_rate_bps: eqds.link_rate_bps,
             uplink_rate_bps: eqds.uplink_rate_bps,
-            window_packets: eqds.window_packets,
-            initial_window_packets: eqds.initial_window_packets,
-            demand_lookahead_packets: eqds.demand_lookahead_packets,
-            thin_stream_credit: eqds.thin_stream_credit,
-            acks_first: eqds.acks_first,
-            path_stats: eqds.path_stats,
-            path_avoidance_us: eqds.path_avoidance_us,
-            loss_reorder_window_us: eqds.loss_reorder_window_us,
-            pace_control: eqds.pace_control,
-            send_queue_packets: eqds.send_queue_packets,
-            policy: eqds.policy,
-            pacing_permille: eqds.pacing_permille,
-            pull_burst: eqds.pull_burst,
             timer_granularity_us: eqds.timer_granularity_us,
-            ecn_threshold_packets: eqds.ecn_threshold_packets,
-            ecn_max_threshold_packets: eqds.ecn_max_threshold_packets,
-            ecn_max_p_ppm: eqds.ecn_max_p_ppm,
-            rto_us: eqds.rto_us,
-            reorder_timeout_us: eqds.reorder_timeout_us,
-            ack_coalesce: eqds.ack_coalesce,
             max_peers: eqds.max_peers,
+            deprecations: eqds.deprecations,
             metrics,
             native_socket: native.socket,
             tun_share: interface.share,

@@ -196,7 +196,7 @@ pub fn run(config: &Config) -> Result<()> {
         sockets.ports(),
         on_off(sockets.gso()),
         on_off(sockets.gro()),
-        config.mode,
+        config.eqds.mode,
         config.link_rate_bps
     );
 

@@ -24,7 +24,6 @@
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
-use eqds_proto::config::EqdsConfig;
 use eqds_proto::eqif::ReceivingEqif;
 use eqds_proto::host::{Host, HostParams};
 use eqds_proto::sender::{EnqueueError, PeerId};
@@ -92,37 +91,6 @@ fn tun_proto(pkt: &[u8]) -> NextProto {
     }
 }
 
-/// The EQDS settings of `config`, for the protocol core.
-fn eqds_config(config: &Config) -> EqdsConfig {
-    use eqds_proto::config::ReorderSpan;
-    use eqds_proto::time::PS_PER_US;
-    EqdsConfig {
-        mode: config.mode,
-        window: config.window_packets,
-        initial_window: config.initial_window_packets,
-        demand_lookahead: Some(config.demand_lookahead_packets),
-        send_queue: config.send_queue_packets,
-        acks_first: config.acks_first,
-        ecn_threshold: Some(config.ecn_threshold_packets),
-        ecn_max_threshold: Some(config.ecn_max_threshold_packets),
-        ecn_max_p_ppm: config.ecn_max_p_ppm,
-        rto: config.rto_us * PS_PER_US,
-        credit_loss_timeout: None,
-        policy: config.policy,
-        ack_coalesce: config.ack_coalesce,
-        ack_delay: 50 * PS_PER_US,
-        pull_rate_permille: config.pacing_permille,
-        pull_burst: config.pull_burst,
-        pace_control: config.pace_control,
-        reorder_window: ReorderSpan::Rtos(2),
-        reorder_timeout: config.reorder_timeout_us * PS_PER_US,
-        path_avoidance: config.path_avoidance_us * PS_PER_US,
-        loss_reorder_window: config.loss_reorder_window_us * PS_PER_US,
-        thin_stream_credit: config.thin_stream_credit,
-        path_stats: config.path_stats,
-    }
-}
-
 /// One datagram to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Datagram {
@@ -186,7 +154,7 @@ impl Engine {
             eqifs.push(config.native_share);
         }
         let host = Host::new(
-            &eqds_config(config),
+            &config.eqds,
             HostParams {
                 mtu: charged_mtu,
                 overhead,
@@ -203,7 +171,7 @@ impl Engine {
         );
         // Enough buffers for every peer's send queue, a window in flight and a full
         // reorder queue, for the peers expected at once; beyond that, drops are counted.
-        let per_peer = (config.send_queue_packets + 6 * config.window_packets) as usize;
+        let per_peer = (config.eqds.send_queue + 6 * config.eqds.window) as usize;
         let peers_expected = (config.peers.len().max(1) + 64).min(config.max_peers as usize);
         let cap = (per_peer * peers_expected).clamp(4096, 1 << 20);
         Self {
@@ -218,10 +186,10 @@ impl Engine {
             to_native: VecDeque::new(),
             native_enabled: config.native_socket.is_some(),
             inner_mtu: config.inner_mtu() as usize,
-            acks_first: config.acks_first,
+            acks_first: config.eqds.acks_first,
             control_link_overhead: 20 + 8 + config.link_overhead,
             path_bytes: vec![0; usize::from(config.paths)],
-            sends_on_header_paths: config.path_stats || config.path_avoidance_us > 0,
+            sends_on_header_paths: config.eqds.path_stats || config.eqds.path_avoidance > 0,
             // The bucket holds what the link carries in two of the loop's timer
             // slacks (it may wake that late), and never less than four packets.
             pacer: config.uplink_rate_bps.map(|rate| {

@@ -96,6 +96,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Old spellings still work for one release; say what to write instead, on
+    // stderr like the errors, so that `--check` shows it too.
+    for d in &config.deprecations {
+        eprintln!("eqdsd: {}: warning: {d}", args.config.display());
+    }
     if args.check {
         println!("{}: ok", args.config.display());
         return ExitCode::SUCCESS;

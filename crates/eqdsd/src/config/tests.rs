@@ -1,4 +1,7 @@
 use super::*;
+use eqds_proto::receiver::Policy;
+use eqds_proto::sender::Mode;
+use eqds_proto::time::PS_PER_US;
 
 const MINIMAL: &str = r#"
 [interface]
@@ -21,37 +24,100 @@ fn err(text: &str) -> String {
 fn minimal_file_gets_defaults() {
     let c = Config::parse(MINIMAL).unwrap();
     assert_eq!(c.ifname, "eqds0");
-    assert_eq!(c.mode, Mode::Rts);
+    assert_eq!(c.eqds.mode, Mode::Rts);
     assert_eq!(c.mtu, 1500);
     assert_eq!(c.inner_mtu(), 1456);
     assert_eq!(c.charged_mtu(), 1514);
-    assert_eq!(c.send_queue_packets, 100);
-    assert_eq!(c.initial_window_packets, None);
+    assert_eq!(c.eqds.send_queue, 100);
+    assert_eq!(c.eqds.initial_window_packets(), None);
     // The whole window: kernel TCP's packets in flight are demand to come.
-    assert_eq!(c.demand_lookahead_packets, 32);
+    assert_eq!(c.eqds.demand_lookahead_packets(), 32);
     let small = Config::parse(&format!("{MINIMAL}\n[eqds]\nwindow = 8")).unwrap();
-    assert_eq!(small.demand_lookahead_packets, 8);
+    assert_eq!(small.eqds.demand_lookahead_packets(), 8);
     assert_eq!(c.link_rate_bps, 10_000_000_000);
     assert_eq!(c.metrics, Some("127.0.0.1:9477".parse().unwrap()));
     assert!(!c.busy_poll);
     assert_eq!(c.poll_us, 0);
-    assert!(c.pace_control);
-    assert!(!c.path_stats);
-    assert_eq!(c.path_avoidance_us, 0);
+    assert!(c.eqds.pace_control);
+    assert!(!c.eqds.path_stats);
+    assert_eq!(c.eqds.path_avoidance, 0);
+    assert_eq!(c.eqds, EqdsConfig::daemon());
+    assert!(c.deprecations.is_empty());
     let e = err(&format!("{MINIMAL}\n[eqds]\npath_avoidance_us = 10000001"));
     assert!(e.starts_with("eqds.path_avoidance_us:"), "{e}");
-    assert_eq!(c.loss_reorder_window_us, 0);
+    assert_eq!(c.eqds.loss_reorder_window, 0);
     let e = err(&format!(
         "{MINIMAL}\n[eqds]\nrto_us = 2000\nloss_reorder_window_us = 2000"
     ));
     assert!(
-        e.starts_with("eqds.loss_reorder_window_us: 2000 must be below"),
+        e.starts_with("eqds.loss_reorder_window_us: must be below rto"),
         "{e}"
     );
     let on = Config::parse(&format!("{MINIMAL}\n[eqds]\nloss_reorder_window_us = 500"));
-    assert_eq!(on.unwrap().loss_reorder_window_us, 500);
+    assert_eq!(on.unwrap().eqds.loss_reorder_window, 500 * PS_PER_US);
     let on = Config::parse(&format!("{MINIMAL}\n[eqds]\npath_stats = true")).unwrap();
-    assert!(on.path_stats);
+    assert!(on.eqds.path_stats);
+}
+
+/// The protocol's keys are the simulator's: same names, units and values.
+#[test]
+fn shared_keys_as_in_a_scenario() {
+    let c = Config::parse(&format!(
+        "{MINIMAL}\n[eqds]\nmode = \"ndp\"\nrto = \"3ms\"\nreorder_timeout = \"20ms\"\n\
+         path_avoidance = \"50ms\"\npull_rate = 0.99\npolicy = \"strict_priority\"\n\
+         ack_delay = \"20us\"\nreorder_window = 500\nlink_rate = \"25gbit\""
+    ))
+    .unwrap();
+    assert_eq!(c.eqds.mode, Mode::Ndp);
+    assert_eq!(c.eqds.rto, 3000 * PS_PER_US);
+    assert_eq!(c.eqds.credit_loss_timeout(), 3000 * PS_PER_US);
+    assert_eq!(c.eqds.reorder_timeout, 20_000 * PS_PER_US);
+    assert_eq!(c.eqds.path_avoidance, 50_000 * PS_PER_US);
+    assert_eq!(c.eqds.pull_rate_permille, 990);
+    assert_eq!(c.eqds.policy, Policy::StrictPriority);
+    assert_eq!(c.eqds.ack_delay, 20 * PS_PER_US);
+    assert_eq!(
+        c.eqds.reorder_window,
+        eqds_proto::config::ReorderSpan::Packets(500)
+    );
+    assert_eq!(c.link_rate_bps, 25_000_000_000);
+    assert!(c.deprecations.is_empty());
+    // Errors name the key as written, shared or not.
+    let e = err(&format!("{MINIMAL}\n[eqds]\nrto = \"2 fortnights\""));
+    assert!(e.starts_with("eqds.rto:"), "{e}");
+    let e = err(&format!("{MINIMAL}\n[eqds]\nwindow = \"many\""));
+    assert!(e.starts_with("eqds.window:"), "{e}");
+    let e = err(&format!(
+        "{MINIMAL}\n[eqds]\n\"(shared)\" = {{ window = 3 }}"
+    ));
+    assert!(e.starts_with("eqds.(shared):"), "{e}");
+}
+
+/// The old spellings keep working for one release, with a warning each, and may
+/// not be given together with the new ones.
+#[test]
+fn deprecated_keys_still_work_with_a_warning() {
+    let old = Config::parse(&format!(
+        "{MINIMAL}\n[eqds]\nrto_us = 3000\nreorder_timeout_us = 20000\npath_avoidance_us = 50000\n\
+         loss_reorder_window_us = 500\npacing = 0.99\npolicy = \"priority\""
+    ))
+    .unwrap();
+    let new = Config::parse(&format!(
+        "{MINIMAL}\n[eqds]\nrto = \"3ms\"\nreorder_timeout = \"20ms\"\npath_avoidance = \"50ms\"\n\
+         loss_reorder_window = \"500us\"\npull_rate = 0.99\npolicy = \"strict_priority\""
+    ))
+    .unwrap();
+    assert_eq!(old.eqds, new.eqds);
+    assert_eq!(old.deprecations.len(), 6, "{:?}", old.deprecations);
+    assert!(old
+        .deprecations
+        .iter()
+        .any(|d| d.contains("eqds.rto_us") && d.contains("eqds.rto")));
+    let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 3000\nrto = \"3ms\""));
+    assert!(
+        e.starts_with("eqds.rto_us:") && e.contains("given too"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -113,7 +179,7 @@ fn errors_name_the_key() {
     let e = err(&format!("{MINIMAL}\n[eqds]\ndemand_lookahead = 1001"));
     assert!(e.starts_with("eqds.demand_lookahead:"), "{e}");
     let e = err(&format!("{MINIMAL}\n[eqds]\nrto_us = 5000"));
-    assert!(e.starts_with("eqds.reorder_timeout_us:"), "{e}");
+    assert!(e.starts_with("eqds.reorder_timeout:"), "{e}");
     let e = err(&MINIMAL.replace("[tunnel]", "weight = 0\n[tunnel]"));
     assert!(e.starts_with("interface.weight: must be at least 1"), "{e}");
     let e = err(&format!("{MINIMAL}\n[native]\nweight = 0"));
