@@ -10,12 +10,12 @@ pub use world::World;
 
 use crate::engine::{Event, EventQueue, SimRng};
 use crate::eqds::{EqdsLayer, EqdsSettings};
-use crate::flow::{FlowRecord, FlowSpec};
+use crate::flow::{FlowRecord, FlowSpec, Protocol};
 use crate::ids::{EndpointId, FlowId, Node};
 use crate::net::packet::{flags, PacketSlab};
 use crate::net::{Network, NetworkBuilder};
 use crate::output::series::{FlowSeries, QueueSeries};
-use crate::scenario::{Loaded, Protocol, Scenario};
+use crate::scenario::{Loaded, Scenario};
 use crate::transport::eqds_app::{EqdsAppReceiver, EqdsAppSender};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
