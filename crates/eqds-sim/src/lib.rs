@@ -18,3 +18,4 @@ pub mod sim;
 pub mod transport;
 pub mod units;
 pub mod workload;
+pub mod world;

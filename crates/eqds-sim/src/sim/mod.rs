@@ -1,18 +1,10 @@
 //! A run: building the world from a scenario, and the event loop.
 
-mod pull_pacer;
-mod timers;
-mod world;
-
-pub use pull_pacer::PullPacer;
-
-pub use world::World;
-
-use crate::engine::{Event, EventQueue, SimRng};
+use crate::engine::{Event, SimRng};
 use crate::eqds::{EqdsLayer, EqdsSettings};
 use crate::flow::{FlowRecord, FlowSpec, Protocol};
 use crate::ids::{EndpointId, FlowId, Node};
-use crate::net::packet::{flags, PacketSlab};
+use crate::net::packet::flags;
 use crate::net::{Network, NetworkBuilder};
 use crate::output::series::{FlowSeries, QueueSeries};
 use crate::scenario::{Loaded, Scenario};
@@ -24,9 +16,9 @@ use crate::transport::udp::{UdpConfig, UdpReceiver, UdpSender};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::Time;
 use crate::workload::{FollowUp, GenCtx};
+use crate::world::{PullPacer, World};
 use rand::{Rng, SeedableRng};
 use std::path::Path;
-use timers::Timers;
 
 /// Series ids carried by `Event::Sample`.
 const QUEUE_SERIES: u8 = 0;
@@ -147,17 +139,7 @@ impl Simulation {
             || follow_ups.iter().flatten().any(FollowUp::is_endless);
         let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;
 
-        let mut world = World {
-            net,
-            pkts: PacketSlab::new(),
-            events: EventQueue::new(),
-            rng,
-            flows: Vec::with_capacity(flows.len()),
-            timers: Timers::default(),
-            completed: Vec::new(),
-            pacers: Vec::new(),
-            eqds: None,
-        };
+        let mut world = World::new(net, rng, flows.len());
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
         // Receiver-driven windows (NDP's, EQDS's credit) cover the loaded round
