@@ -1,9 +1,7 @@
-//! `[transport]`: the protocol flows use and its parameters.
+//! `[transport]`: the protocol flows use and its parameters, as written; `sim`
+//! turns them into each transport's configuration when it builds a run.
 
 use crate::flow::Protocol;
-use crate::transport::cc::CcKind;
-use crate::transport::ndp::NdpConfig;
-use crate::transport::tcp::{DelayedAck, TcpConfig};
 use crate::units::value::{Bytes, Duration, Rate};
 use serde::Deserialize;
 
@@ -276,55 +274,5 @@ impl TransportSpec {
             ));
         }
         Ok(())
-    }
-
-    /// NDP parameters on a network with `paths` equal-cost paths whose longest
-    /// loaded round trip (`Network::loaded_rtt`) holds `bdp_packets` full packets.
-    pub fn ndp_config(&self, paths: u32, bdp_packets: u32) -> NdpConfig {
-        NdpConfig {
-            mss: (self.mtu.0 - self.header.0) as u32,
-            header: self.header.0 as u32,
-            initial_window: self.ndp.initial_window.unwrap_or(bdp_packets.max(1)),
-            rto: self.ndp.rto.0,
-            paths: self.ndp.paths.unwrap_or(paths),
-            class: self.class,
-        }
-    }
-
-    /// The TCP parameters for a flow of this transport, optionally with another
-    /// protocol (a workload's `protocol` override).
-    pub fn tcp_config(&self, protocol: Protocol) -> TcpConfig {
-        let cc = match protocol {
-            Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp => CcKind::NewReno,
-            Protocol::Cubic => CcKind::Cubic,
-            Protocol::Dctcp => CcKind::Dctcp,
-            Protocol::Vegas => CcKind::Vegas,
-            Protocol::Bbr => CcKind::Bbr,
-            Protocol::Mptcp => match self.mptcp.coupling {
-                Coupling::Lia => CcKind::Lia,
-                Coupling::Uncoupled => CcKind::NewReno,
-            },
-        };
-        TcpConfig {
-            cc,
-            mss: (self.mtu.0 - self.header.0) as u32,
-            header: self.header.0 as u32,
-            initial_window: self.initial_window,
-            min_rto: self.min_rto.0,
-            initial_rto: self.initial_rto.0,
-            max_rto: self.max_rto.0,
-            delayed_ack: self.delayed_ack.then_some(DelayedAck {
-                segments: self.delayed_ack_segments,
-                timeout: self.delayed_ack_timeout.0,
-            }),
-            ecn: self.ecn.unwrap_or(protocol == Protocol::Dctcp),
-            dctcp_g: self.dctcp_g,
-            dupack_threshold: self.dupack_threshold,
-            class: self.class,
-            sack: self.sack,
-            undo_spurious_rto: self.undo_spurious_rto.unwrap_or(self.sack),
-            hystart: self.hystart,
-            nic_limit: self.nic_limit,
-        }
     }
 }
