@@ -251,6 +251,7 @@ impl Simulation {
         Ok(())
     }
 
+    /// A flow starts: its endpoints are made (`endpoints.rs`) and its sender begins.
     fn start_flow(&mut self, now: Time, flow: FlowId) {
         let rec = &self.world.flows[flow as usize];
         let (s, r) = (rec.sender, rec.receiver);

@@ -22,12 +22,14 @@ use crate::net::port::PortCtx;
 use crate::net::Network;
 use crate::units::Time;
 
+/// The state of a run that endpoints and the EQDS layer act on.
 pub struct World {
     pub net: Network,
     pub pkts: PacketSlab,
     pub events: EventQueue,
     pub rng: SimRng,
     pub flows: Vec<FlowRecord>,
+    /// One lazily cancelled timer per endpoint.
     pub timers: Timers,
     /// Flows completed since the run loop last looked.
     pub completed: Vec<FlowId>,
