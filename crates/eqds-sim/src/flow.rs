@@ -1,8 +1,65 @@
 //! Flows: what the workload asks for, and what the transports report back.
 
 use crate::ids::{EndpointId, HostId};
-use crate::scenario::Protocol;
 use crate::units::Time;
+use serde::Deserialize;
+
+/// The transport protocol of a flow (`[transport] protocol`, or a workload's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// TCP NewReno (RFC 5681 / RFC 6582).
+    #[serde(alias = "tcp")]
+    Newreno,
+    /// TCP Cubic (RFC 9438).
+    Cubic,
+    /// DCTCP (RFC 8257), with ECN marking expected at the switches.
+    Dctcp,
+    /// TCP Vegas (delay-based; Linux's alpha 2, beta 4, gamma 1).
+    Vegas,
+    /// TCP BBR, version 1 (model-based, paced; Linux's `tcp_bbr.c`).
+    Bbr,
+    /// NDP (Handley et al., SIGCOMM 2017): receiver-pulled, sprayed, needs trimming
+    /// switches. Parameters in `[transport.ndp]`.
+    Ndp,
+    /// MPTCP with linked-increases coupled congestion control (RFC 6356) over
+    /// NewReno subflows. Parameters in `[transport.mptcp]`.
+    Mptcp,
+    /// An application writing datagrams straight into EQDS (the paper's eqdsperf):
+    /// EQDS alone carries the flow. Parameters in `[eqds]`.
+    Eqds,
+    /// Unresponsive constant-bit-rate UDP. Parameters in `[transport.udp]`.
+    Udp,
+}
+
+impl Protocol {
+    /// Every protocol, in declaration order: `ALL[p as usize] == p`.
+    pub const ALL: [Protocol; 9] = [
+        Protocol::Newreno,
+        Protocol::Cubic,
+        Protocol::Dctcp,
+        Protocol::Vegas,
+        Protocol::Bbr,
+        Protocol::Ndp,
+        Protocol::Mptcp,
+        Protocol::Eqds,
+        Protocol::Udp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Newreno => "newreno",
+            Protocol::Cubic => "cubic",
+            Protocol::Dctcp => "dctcp",
+            Protocol::Vegas => "vegas",
+            Protocol::Bbr => "bbr",
+            Protocol::Ndp => "ndp",
+            Protocol::Mptcp => "mptcp",
+            Protocol::Eqds => "eqds",
+            Protocol::Udp => "udp",
+        }
+    }
+}
 
 /// A flow the workload wants: `size` bytes from `src` to `dst` from `start` on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,5 +136,17 @@ impl FlowRecord {
 
     pub fn fct(&self) -> Option<Time> {
         self.end.map(|e| e - self.spec.start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_protocols_are_listed_in_declaration_order() {
+        for (i, p) in Protocol::ALL.iter().enumerate() {
+            assert_eq!(*p as usize, i, "{}", p.name());
+        }
     }
 }

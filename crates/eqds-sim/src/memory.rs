@@ -16,8 +16,9 @@
 //! above the peak of a run, within a small factor for large runs; for small ones
 //! the fixed cost of the process dominates.
 
+use crate::flow::Protocol;
 use crate::net::queue::QueueSpec;
-use crate::scenario::{Loaded, Protocol, Scenario};
+use crate::scenario::{Loaded, Scenario};
 use crate::units::{self, Time, SEC};
 use crate::workload::{FlowSizeCdf, WorkloadSpec};
 use std::fmt;

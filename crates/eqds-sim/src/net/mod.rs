@@ -7,8 +7,8 @@ pub mod queue;
 pub mod switch;
 pub mod topology;
 
-use crate::ids::{HostId, Node, PortId, SwitchId};
-use port::Port;
+use crate::ids::{HostId, Node, PacketId, PortId, SwitchId};
+use port::{Port, PortCtx};
 use queue::QueueSpec;
 use switch::{LoadBalancing, Switch};
 
@@ -48,6 +48,56 @@ impl Network {
     #[inline]
     pub fn host_port(&self, host: HostId) -> PortId {
         host
+    }
+
+    /// Offers a packet to a port. A header the port's discipline returns to its
+    /// sender is turned around and routed by the same switch; if that fails too (or
+    /// the port is a host's), it is dropped and counted there.
+    ///
+    /// The rest of the run is passed in (`ctx`) rather than reached through a
+    /// `World`, so that whoever holds the network and those pieces, the EQDS layer
+    /// included, can put packets on the wire.
+    #[inline]
+    pub fn enqueue(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        let Some(returned) = self.offer(port, pkt, ctx) else {
+            return;
+        };
+        let packet = ctx.pkts.get_mut(returned);
+        packet.reverse();
+        let back = match self.ports[port as usize].owner {
+            Node::Switch(s) => {
+                let sw = &self.switches[s as usize];
+                Some(sw.route(packet.dst, packet.entropy, self.load_balancing))
+            }
+            Node::Host(_) => None,
+        };
+        let bounced_again = match back {
+            Some(out) => self.offer(out, returned, ctx),
+            None => Some(returned),
+        };
+        if let Some(p) = bounced_again {
+            // A returned header never bounces twice; drop it where it stands.
+            let stats = &mut self.ports[port as usize].stats;
+            stats.drops += 1;
+            stats.dropped_bytes += ctx.pkts.get(p).size as u64;
+            ctx.pkts.free(p);
+        }
+    }
+
+    /// Offers a packet to one port's discipline: what it returns to its sender, if
+    /// anything.
+    #[inline]
+    fn offer(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) -> Option<PacketId> {
+        let queue = &mut *self.queues[port as usize];
+        self.ports[port as usize].enqueue(queue, port, pkt, ctx)
+    }
+
+    /// The port's transmitter is free again: the next packet its discipline picks
+    /// goes on the wire.
+    #[inline]
+    pub fn tx_done(&mut self, port: PortId, ctx: &mut PortCtx) {
+        let queue = &mut *self.queues[port as usize];
+        self.ports[port as usize].on_tx_done(queue, port, ctx);
     }
 
     /// The rack (ToR) a host sits under.

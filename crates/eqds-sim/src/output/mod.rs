@@ -11,12 +11,34 @@ use crate::eqds::EqdsLayer;
 use crate::flow::FlowRecord;
 use crate::net::Network;
 use crate::scenario::Loaded;
-use crate::sim::RunStats;
 use crate::units::{Time, SEC};
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+
+/// Why the run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `stop.time` was reached.
+    Time,
+    /// Every flow completed.
+    FlowsComplete,
+    /// Nothing was left to happen.
+    Idle,
+}
+
+/// What a finished run reports besides its flows and ports. The run loop (`sim`)
+/// fills it in; it is defined here, beside the summary that reports it, so that
+/// `sim` can write its time series through this module without a cycle back.
+#[derive(Clone, Copy, Debug)]
+pub struct RunStats {
+    pub end_time: Time,
+    pub reason: StopReason,
+    pub events: u64,
+    pub peak_packets: u32,
+}
 
 /// A flow's mean throughput in bits/s: size over FCT for a completed flow, otherwise
 /// distinct bytes received since warm-up over the time since warm-up (or its start).

@@ -11,7 +11,7 @@ mod transport;
 
 pub use eqds::{EqdsMode, EqdsPolicy, EqdsSpec, EqifSpec, MAX_EQIFS};
 pub use overrides::apply_override;
-pub use transport::{Protocol, TransportSpec};
+pub use transport::{Coupling, TransportSpec};
 
 use crate::net::queue::QueueSpec;
 use crate::net::switch::LoadBalancing;

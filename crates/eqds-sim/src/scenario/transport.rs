@@ -1,66 +1,9 @@
-//! `[transport]`: the protocol flows use and its parameters.
+//! `[transport]`: the protocol flows use and its parameters, as written; `sim`
+//! turns them into each transport's configuration when it builds a run.
 
-use crate::transport::cc::CcKind;
-use crate::transport::ndp::NdpConfig;
-use crate::transport::tcp::{DelayedAck, TcpConfig};
+use crate::flow::Protocol;
 use crate::units::value::{Bytes, Duration, Rate};
 use serde::Deserialize;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Protocol {
-    /// TCP NewReno (RFC 5681 / RFC 6582).
-    #[serde(alias = "tcp")]
-    Newreno,
-    /// TCP Cubic (RFC 9438).
-    Cubic,
-    /// DCTCP (RFC 8257), with ECN marking expected at the switches.
-    Dctcp,
-    /// TCP Vegas (delay-based; Linux's alpha 2, beta 4, gamma 1).
-    Vegas,
-    /// TCP BBR, version 1 (model-based, paced; Linux's `tcp_bbr.c`).
-    Bbr,
-    /// NDP (Handley et al., SIGCOMM 2017): receiver-pulled, sprayed, needs trimming
-    /// switches. Parameters in `[transport.ndp]`.
-    Ndp,
-    /// MPTCP with linked-increases coupled congestion control (RFC 6356) over
-    /// NewReno subflows. Parameters in `[transport.mptcp]`.
-    Mptcp,
-    /// An application writing datagrams straight into EQDS (the paper's eqdsperf):
-    /// EQDS alone carries the flow. Parameters in `[eqds]`.
-    Eqds,
-    /// Unresponsive constant-bit-rate UDP. Parameters in `[transport.udp]`.
-    Udp,
-}
-
-impl Protocol {
-    /// Every protocol, in declaration order: `ALL[p as usize] == p`.
-    pub const ALL: [Protocol; 9] = [
-        Protocol::Newreno,
-        Protocol::Cubic,
-        Protocol::Dctcp,
-        Protocol::Vegas,
-        Protocol::Bbr,
-        Protocol::Ndp,
-        Protocol::Mptcp,
-        Protocol::Eqds,
-        Protocol::Udp,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Newreno => "newreno",
-            Protocol::Cubic => "cubic",
-            Protocol::Dctcp => "dctcp",
-            Protocol::Vegas => "vegas",
-            Protocol::Bbr => "bbr",
-            Protocol::Ndp => "ndp",
-            Protocol::Mptcp => "mptcp",
-            Protocol::Eqds => "eqds",
-            Protocol::Udp => "udp",
-        }
-    }
-}
 
 /// Transport parameters. Defaults follow Linux and the RFCs named on each field.
 #[derive(Clone, Debug, Deserialize)]
@@ -331,67 +274,5 @@ impl TransportSpec {
             ));
         }
         Ok(())
-    }
-
-    /// NDP parameters on a network with `paths` equal-cost paths whose longest
-    /// loaded round trip (`Network::loaded_rtt`) holds `bdp_packets` full packets.
-    pub fn ndp_config(&self, paths: u32, bdp_packets: u32) -> NdpConfig {
-        NdpConfig {
-            mss: (self.mtu.0 - self.header.0) as u32,
-            header: self.header.0 as u32,
-            initial_window: self.ndp.initial_window.unwrap_or(bdp_packets.max(1)),
-            rto: self.ndp.rto.0,
-            paths: self.ndp.paths.unwrap_or(paths),
-            class: self.class,
-        }
-    }
-
-    /// The TCP parameters for a flow of this transport, optionally with another
-    /// protocol (a workload's `protocol` override).
-    pub fn tcp_config(&self, protocol: Protocol) -> TcpConfig {
-        let cc = match protocol {
-            Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp => CcKind::NewReno,
-            Protocol::Cubic => CcKind::Cubic,
-            Protocol::Dctcp => CcKind::Dctcp,
-            Protocol::Vegas => CcKind::Vegas,
-            Protocol::Bbr => CcKind::Bbr,
-            Protocol::Mptcp => match self.mptcp.coupling {
-                Coupling::Lia => CcKind::Lia,
-                Coupling::Uncoupled => CcKind::NewReno,
-            },
-        };
-        TcpConfig {
-            cc,
-            mss: (self.mtu.0 - self.header.0) as u32,
-            header: self.header.0 as u32,
-            initial_window: self.initial_window,
-            min_rto: self.min_rto.0,
-            initial_rto: self.initial_rto.0,
-            max_rto: self.max_rto.0,
-            delayed_ack: self.delayed_ack.then_some(DelayedAck {
-                segments: self.delayed_ack_segments,
-                timeout: self.delayed_ack_timeout.0,
-            }),
-            ecn: self.ecn.unwrap_or(protocol == Protocol::Dctcp),
-            dctcp_g: self.dctcp_g,
-            dupack_threshold: self.dupack_threshold,
-            class: self.class,
-            sack: self.sack,
-            undo_spurious_rto: self.undo_spurious_rto.unwrap_or(self.sack),
-            hystart: self.hystart,
-            nic_limit: self.nic_limit,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn all_protocols_are_listed_in_declaration_order() {
-        for (i, p) in Protocol::ALL.iter().enumerate() {
-            assert_eq!(*p as usize, i, "{}", p.name());
-        }
     }
 }

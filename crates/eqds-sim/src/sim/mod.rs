@@ -1,80 +1,37 @@
-//! A run: building the world from a scenario, and the event loop.
+//! A run: the world built from a scenario (`build`), each flow's endpoints made when
+//! it starts (`endpoints`), time series sampled (`sample`), and here the event loop,
+//! which hands every event to the network, the EQDS layer or an endpoint.
+//!
+//! The world (`crate::world`) is what endpoints see; this module owns the endpoints
+//! themselves and so depends on both, and nothing below depends on it.
 
-mod pull_pacer;
-mod timers;
-mod world;
+mod build;
+mod endpoints;
+mod sample;
 
-pub use pull_pacer::PullPacer;
+pub use crate::output::{RunStats, StopReason};
+pub use build::build_network;
 
-pub use world::World;
-
-use crate::engine::{Event, EventQueue, SimRng};
-use crate::eqds::{EqdsLayer, EqdsSettings};
+use crate::engine::Event;
+use crate::eqds::EqdsLayer;
 use crate::flow::{FlowRecord, FlowSpec};
-use crate::ids::{EndpointId, FlowId, Node};
-use crate::net::packet::{flags, PacketSlab};
-use crate::net::{Network, NetworkBuilder};
-use crate::output::series::{FlowSeries, QueueSeries};
-use crate::scenario::{Loaded, Protocol, Scenario};
-use crate::transport::eqds_app::{EqdsAppReceiver, EqdsAppSender};
-use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
-use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
-use crate::transport::tcp::{TcpConfig, TcpReceiver, TcpSender};
-use crate::transport::udp::{UdpConfig, UdpReceiver, UdpSender};
-use crate::transport::{Ctx, Endpoint, Ends};
+use crate::ids::{EndpointId, FlowId, HostId, Node};
+use crate::net::packet::flags;
+use crate::net::Network;
+use crate::transport::{Ctx, Endpoint};
 use crate::units::Time;
-use crate::workload::{FollowUp, GenCtx};
-use rand::{Rng, SeedableRng};
-use std::path::Path;
-use timers::Timers;
+use crate::workload::FollowUp;
+use crate::world::World;
+use endpoints::EndpointFactory;
+use sample::Sampler;
 
-/// Series ids carried by `Event::Sample`.
-const QUEUE_SERIES: u8 = 0;
-const FLOW_SERIES: u8 = 1;
-
-/// Why the run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// `stop.time` was reached.
-    Time,
-    /// Every flow completed.
-    FlowsComplete,
-    /// Nothing was left to happen.
-    Idle,
-}
-
-/// Builds the network of a scenario; switch hash seeds come from `rng`.
-pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
-    let salts = SimRng::seed_from_u64(rng.random());
-    let mut salts = salts;
-    let sw = &scenario.switch;
-    scenario.topology.build(|n_hosts| {
-        NetworkBuilder::new(
-            n_hosts,
-            scenario.host.queue.clone(),
-            sw.queue.clone(),
-            sw.latency.0,
-            sw.load_balancing,
-            Box::new(move || salts.random()),
-        )
-        .with_host_links(scenario.host.link_overrides(n_hosts))
-    })
-}
-
+/// One run: its world, the endpoints of the flows under way, and the loop's state.
 pub struct Simulation {
     world: World,
+    /// By endpoint id; `None` before a flow starts and after it completes.
     endpoints: Vec<Option<Box<dyn Endpoint>>>,
-    /// TCP parameters per protocol (indexed by `Protocol as usize`; MPTCP's entry
-    /// is its subflows'): for every flow (segments shrunk to fit when EQDS tunnels
-    /// them), and for legacy flows (full-size segments, `[eqds] legacy_class`).
-    tcp: [TcpConfig; Protocol::ALL.len()],
-    tcp_legacy: [TcpConfig; Protocol::ALL.len()],
-    udp_rate: u64,
-    ndp: NdpConfig,
-    mptcp_subflows: u32,
-    mptcp_nic_limit: u32,
-    /// Closed-loop drivers by workload index.
+    /// Every protocol's parameters, to make each flow's endpoints with.
+    factory: EndpointFactory,
     /// Per workload, what adds flows as its flows complete (closed loops, pings).
     follow_ups: Vec<Option<FollowUp>>,
     stop_time: Time,
@@ -87,180 +44,10 @@ pub struct Simulation {
     endless: bool,
     now: Time,
     events_processed: u64,
-    queue_series: Option<(Time, QueueSeries)>,
-    flow_series: Option<(Time, FlowSeries)>,
-}
-
-/// What a finished run reports besides its flows and ports.
-#[derive(Clone, Copy, Debug)]
-pub struct RunStats {
-    pub end_time: Time,
-    pub reason: StopReason,
-    pub events: u64,
-    pub peak_packets: u32,
+    sampler: Sampler,
 }
 
 impl Simulation {
-    /// Builds the world: network, workload flows (scheduled), time-series writers in
-    /// `out_dir` if the scenario asks for them.
-    pub fn new(loaded: &Loaded, out_dir: Option<&Path>) -> Result<Self, String> {
-        let sc = &loaded.scenario;
-        let mut rng = SimRng::seed_from_u64(sc.seed);
-        let net = build_network(sc, &mut rng);
-        let stop = sc.stop.time.map(|t| t.0);
-        let mut flows: Vec<FlowSpec> = Vec::new();
-        let mut follow_ups = Vec::new();
-        for (i, w) in sc.workload.as_slice().iter().enumerate() {
-            let name = if sc.workload.as_slice().len() == 1 {
-                "workload".into()
-            } else {
-                format!("workload[{i}]")
-            };
-            let mut ctx = GenCtx {
-                net: &net,
-                rng: &mut rng,
-                stop,
-                base_dir: &loaded.base_dir,
-                protocol: sc.transport.protocol,
-                matrix: loaded.matrices.get(i).and_then(|m| m.as_deref()),
-            };
-            let plan = w
-                .generate(&mut ctx)
-                .map_err(|e| format!("{}: {name}.{e}", loaded.file))?;
-            let legacy = sc.eqds.legacy_workloads.contains(&(i as u32));
-            flows.extend(plan.flows.into_iter().map(|f| FlowSpec {
-                origin: i as u16,
-                legacy,
-                ..f
-            }));
-            follow_ups.push(plan.follow_up);
-        }
-        if !sc.transport.sack && flows.iter().any(|f| f.protocol == Protocol::Bbr) {
-            return Err(format!(
-                "{}: transport.sack: BBR needs sack = true (its delivery-rate samples \
-                 count SACKed segments, as Linux's do; without SACK a long recovery \
-                 reads as a collapse of the path's bandwidth)",
-                loaded.file
-            ));
-        }
-        let endless = flows.iter().any(|f| f.size.is_none())
-            || follow_ups.iter().flatten().any(FollowUp::is_endless);
-        let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;
-
-        let mut world = World {
-            net,
-            pkts: PacketSlab::new(),
-            events: EventQueue::new(),
-            rng,
-            flows: Vec::with_capacity(flows.len()),
-            timers: Timers::default(),
-            completed: Vec::new(),
-            pacers: Vec::new(),
-            eqds: None,
-        };
-        let t = &sc.transport;
-        let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
-        // Receiver-driven windows (NDP's, EQDS's credit) cover the loaded round
-        // trip, not the idle one: the transient queues of a sprayed fabric with
-        // traffic both ways about double it at jumbo frames, and a window of one idle
-        // BDP then caps every flow well below line rate (66% for NDP at k=8, 70% for
-        // TCP over EQDS on the T1 model).
-        let credit_rtt = world.net.max_loaded_rtt(mtu, header);
-        let rates: Vec<u64> = (0..world.net.n_hosts)
-            .map(|h| world.net.host_rate(h))
-            .collect();
-        // At the fastest NIC's rate: a window must cover the fastest host.
-        let fastest = rates.iter().copied().max().unwrap_or(0);
-        let credit_bdp = crate::eqds::bdp_packets(credit_rtt, fastest, mtu);
-        let ndp = t.ndp_config(world.net.path_count(), credit_bdp);
-        world.pacers = (0..world.net.n_hosts)
-            .map(|h| {
-                let slot = crate::units::serialisation_time(mtu, world.net.host_rate(h));
-                PullPacer::new((slot as f64 / t.ndp.pull_rate).round() as Time)
-            })
-            .collect();
-        let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
-        if uses_eqds {
-            let mut settings =
-                EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), credit_bdp);
-            settings.path_stats = sc.output.paths_csv;
-            // With NICs of several rates, a window sized for the fastest would keep
-            // several BDPs of a slower receiver in flight, queued in the network.
-            if sc.eqds.window.is_none() && rates.iter().any(|&r| r != fastest) {
-                settings.tunnel_rtt = Some(credit_rtt);
-            }
-            let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
-            world.eqds = Some(Box::new(EqdsLayer::new(settings, &rates, &seeds)));
-        } else if sc.output.paths_csv {
-            return Err(
-                "output.paths_csv: no host runs EQDS (set eqds.enabled = true, or \
-                        give a flow protocol = \"eqds\")"
-                    .into(),
-            );
-        }
-        let mut tcp = Protocol::ALL.map(|p| t.tcp_config(p));
-        let mut tcp_legacy = tcp;
-        if let Some(class) = sc.eqds.legacy_class {
-            for cfg in &mut tcp_legacy {
-                cfg.class = class;
-            }
-        }
-        if sc.eqds.enabled {
-            // TCP over EQDS: segments shrink so that encapsulated they fit the MTU.
-            for cfg in &mut tcp {
-                cfg.mss -= sc.eqds.overhead.0 as u32;
-            }
-        }
-        for spec in flows {
-            add_flow(&mut world, spec);
-        }
-        let mut queue_series = None;
-        let mut flow_series = None;
-        if let Some(dir) = out_dir {
-            if let Some(q) = &sc.output.queue_series {
-                let series = QueueSeries::create(dir, &world.net, q).map_err(|e| e.to_string())?;
-                world.events.push(
-                    0,
-                    Event::Sample {
-                        series: QUEUE_SERIES,
-                    },
-                );
-                queue_series = Some((q.interval.0, series));
-            }
-            if let Some(f) = &sc.output.flow_series {
-                let series = FlowSeries::create(dir).map_err(|e| e.to_string())?;
-                world.events.push(
-                    f.interval.0,
-                    Event::Sample {
-                        series: FLOW_SERIES,
-                    },
-                );
-                flow_series = Some((f.interval.0, series));
-            }
-        }
-        Ok(Simulation {
-            world,
-            endpoints: Vec::new(),
-            tcp,
-            tcp_legacy,
-            udp_rate: t.udp.rate.map_or(0, |r| r.0),
-            ndp,
-            mptcp_subflows: t.mptcp.subflows,
-            mptcp_nic_limit: t.mptcp.nic_limit,
-            follow_ups,
-            stop_time: stop.unwrap_or(Time::MAX),
-            stop_when_complete: sc.stop.when_flows_complete,
-            warmup: sc.stop.warmup.0,
-            warmed_up: sc.stop.warmup.0 == 0,
-            unfinished,
-            endless,
-            now: 0,
-            events_processed: 0,
-            queue_series,
-            flow_series,
-        })
-    }
-
     pub fn network(&self) -> &Network {
         &self.world.net
     }
@@ -269,12 +56,12 @@ impl Simulation {
         &self.world.flows
     }
 
-    /// EQDS counters for the run summary, if the run used EQDS.
     /// The EQDS layer, if any host runs EQDS.
     pub fn eqds(&self) -> Option<&EqdsLayer> {
         self.world.eqds.as_deref()
     }
 
+    /// EQDS counters for the run summary, if the run used EQDS.
     pub fn eqds_summary(&self) -> Option<serde_json::Value> {
         let eqds = self.world.eqds.as_ref()?;
         Some(serde_json::json!({
@@ -341,12 +128,7 @@ impl Simulation {
             }
         }
         self.now = end_time;
-        if let Some((_, s)) = &mut self.queue_series {
-            s.finish().map_err(|e| e.to_string())?;
-        }
-        if let Some((_, s)) = &mut self.flow_series {
-            s.finish().map_err(|e| e.to_string())?;
-        }
+        self.sampler.finish()?;
         Ok(RunStats {
             end_time,
             reason,
@@ -464,88 +246,21 @@ impl Simulation {
                 self.hand_over_eqds_deliveries(now);
             }
             Event::FlowStart { flow } => self.start_flow(now, flow),
-            Event::Sample { series } => self.sample(now, series)?,
+            Event::Sample { series } => self.sampler.sample(now, series, &mut self.world)?,
         }
         Ok(())
     }
 
+    /// A flow starts: its endpoints are made (`endpoints.rs`) and its sender begins.
     fn start_flow(&mut self, now: Time, flow: FlowId) {
         let rec = &self.world.flows[flow as usize];
-        let spec = rec.spec;
         let (s, r) = (rec.sender, rec.receiver);
-        let cfg = if spec.legacy {
-            self.tcp_legacy[spec.protocol as usize]
-        } else {
-            self.tcp[spec.protocol as usize]
-        };
-        // A random 5-tuple hash: what ECMP switches see of this flow.
-        let entropy: u32 = self.world.rng.random();
+        let (sender, receiver) = self.factory.create(&mut self.world, flow);
         let need = r as usize + 1;
         if self.endpoints.len() < need {
             self.endpoints.resize_with(need, || None);
             self.world.timers.grow(need);
         }
-        let ends = Ends {
-            flow,
-            host: spec.src,
-            me: s,
-            peer_host: spec.dst,
-            peer: r,
-        };
-        let (sender, receiver): (Box<dyn Endpoint>, Box<dyn Endpoint>) = match spec.protocol {
-            Protocol::Ndp => (
-                Box::new(NdpSender::new(self.ndp, ends, spec.size)),
-                Box::new(NdpReceiver::new(self.ndp, ends.reversed(), spec.size)),
-            ),
-            Protocol::Udp => {
-                let udp = UdpConfig {
-                    mss: cfg.mss,
-                    header: cfg.header,
-                    rate_bps: self.udp_rate,
-                    class: cfg.class,
-                };
-                (
-                    Box::new(UdpSender::new(udp, ends, spec.size)),
-                    Box::new(UdpReceiver::new(flow, spec.size)),
-                )
-            }
-            Protocol::Eqds => (
-                Box::new(EqdsAppSender::new(ends, spec.size, cfg.class)),
-                Box::new(EqdsAppReceiver::new(
-                    flow,
-                    spec.size,
-                    self.world
-                        .eqds
-                        .as_ref()
-                        .map_or(1, |e| e.settings.max_inner()),
-                )),
-            ),
-            Protocol::Mptcp => {
-                // Subflow 0 uses the flow's hash; the others draw their own.
-                let entropies: Vec<u32> = std::iter::once(entropy)
-                    .chain((1..self.mptcp_subflows).map(|_| self.world.rng.random()))
-                    .collect();
-                (
-                    Box::new(MptcpSender::new(
-                        cfg,
-                        ends,
-                        &entropies,
-                        spec.size,
-                        self.mptcp_nic_limit,
-                    )),
-                    Box::new(MptcpReceiver::new(
-                        cfg,
-                        ends.reversed(),
-                        &entropies,
-                        spec.size,
-                    )),
-                )
-            }
-            _ => (
-                Box::new(TcpSender::new(cfg, ends, entropy, spec.size)),
-                Box::new(TcpReceiver::new(cfg, ends.reversed(), entropy, spec.size)),
-            ),
-        };
         self.endpoints[s as usize] = Some(sender);
         self.endpoints[r as usize] = Some(receiver);
         let sender = self.endpoints[s as usize].as_mut().expect("just created");
@@ -588,7 +303,7 @@ impl Simulation {
 
     /// A host's pull pacer has a slot: the first endpoint in line that still owes a
     /// PULL sends one.
-    fn pull_slot(&mut self, now: Time, host: crate::ids::HostId) {
+    fn pull_slot(&mut self, now: Time, host: HostId) {
         while let Some(ep) = self.world.pacers[host as usize].take_turn() {
             let Some(endpoint) = self.endpoints.get_mut(ep as usize).and_then(Option::as_mut)
             else {
@@ -628,28 +343,6 @@ impl Simulation {
                 self.unfinished += 1;
             }
         }
-    }
-
-    fn sample(&mut self, now: Time, series: u8) -> std::io::Result<()> {
-        match series {
-            QUEUE_SERIES => {
-                if let Some((interval, s)) = &mut self.queue_series {
-                    s.sample(now, &self.world.net)?;
-                    self.world
-                        .events
-                        .push(now + *interval, Event::Sample { series });
-                }
-            }
-            _ => {
-                if let Some((interval, s)) = &mut self.flow_series {
-                    s.sample(now, *interval, &mut self.world.flows)?;
-                    self.world
-                        .events
-                        .push(now + *interval, Event::Sample { series });
-                }
-            }
-        }
-        Ok(())
     }
 }
 

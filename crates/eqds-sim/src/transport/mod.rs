@@ -14,8 +14,8 @@ pub mod udp;
 use crate::flow::FlowRecord;
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
 use crate::net::packet::Packet;
-use crate::sim::World;
 use crate::units::Time;
+use crate::world::World;
 
 /// A protocol endpoint living on one host.
 pub trait Endpoint {

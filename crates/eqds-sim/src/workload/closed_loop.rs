@@ -3,9 +3,8 @@
 //! when clients are bound to servers.
 
 use crate::engine::SimRng;
-use crate::flow::{FlowRecord, FlowSpec};
+use crate::flow::{FlowRecord, FlowSpec, Protocol};
 use crate::ids::HostId;
-use crate::scenario::Protocol;
 use crate::units::Time;
 use rand::Rng;
 

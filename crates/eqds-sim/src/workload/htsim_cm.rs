@@ -9,8 +9,7 @@
 //! line number; so are unknown keys, hosts beyond the topology, and a count that does
 //! not match its header.
 
-use crate::flow::FlowSpec;
-use crate::scenario::Protocol;
+use crate::flow::{FlowSpec, Protocol};
 use crate::units::{Time, MAX_DURATION};
 use std::path::Path;
 

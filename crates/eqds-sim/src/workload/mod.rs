@@ -20,10 +20,9 @@ pub use closed_loop::ClosedLoop;
 pub use ping::Ping;
 
 use crate::engine::SimRng;
-use crate::flow::{FlowRecord, FlowSpec};
+use crate::flow::{FlowRecord, FlowSpec, Protocol};
 use crate::ids::HostId;
 use crate::net::Network;
-use crate::scenario::Protocol;
 use crate::units::value::{Bytes, Duration};
 use crate::units::Time;
 use rand::Rng;

@@ -50,18 +50,42 @@ pub fn choose_others(rng: &mut SimRng, n: u32, except: HostId, k: u32) -> Vec<Ho
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Scenario;
+    use crate::net::queue::QueueSpec;
+    use crate::net::switch::LoadBalancing;
+    use crate::net::topology::{LinkToml, TopologySpec};
+    use crate::net::NetworkBuilder;
+    use crate::units::value::{Duration, Rate};
     use rand::SeedableRng;
 
     #[test]
     fn permutations_are_derangements() {
-        let text = r#"
-            topology = { kind = "fat_tree", k = 4, link = { rate = "10Gbps", latency = "1us" } }
-            workload = { kind = "permutation", size = 1000 }
-            stop = { time = "1ms" }
-        "#;
-        let loaded = Scenario::from_str_with(text, "t.toml", ".".into(), &[]).unwrap();
-        let net = crate::sim::build_network(&loaded.scenario, &mut SimRng::seed_from_u64(1));
+        // A k = 4 fat tree: 16 hosts, two under each ToR.
+        let link = LinkToml {
+            rate: Rate(10_000_000_000),
+            latency: Duration(crate::units::US),
+        };
+        let topology = TopologySpec::FatTree {
+            k: 4,
+            hosts_per_tor: None,
+            link,
+            host_link: None,
+            tor_agg_link: None,
+            agg_core_link: None,
+        };
+        let queue = QueueSpec::DropTail {
+            limit_packets: None,
+            limit_bytes: None,
+        };
+        let net = topology.build(|n| {
+            NetworkBuilder::new(
+                n,
+                queue.clone(),
+                queue,
+                0,
+                LoadBalancing::Ecmp,
+                Box::new(|| 0),
+            )
+        });
         for seed in 0..50 {
             let mut rng = SimRng::seed_from_u64(seed);
             for exclude in [false, true] {

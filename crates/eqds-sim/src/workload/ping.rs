@@ -7,9 +7,8 @@
 //! reply starts at exactly the time its request ended, so a ping's round trip is its
 //! reply's end minus its request's start (`eqds_lab.ping_rtts` pairs them).
 
-use crate::flow::{FlowRecord, FlowSpec};
+use crate::flow::{FlowRecord, FlowSpec, Protocol};
 use crate::ids::HostId;
-use crate::scenario::Protocol;
 use crate::units::Time;
 
 pub struct Ping {

@@ -5,9 +5,8 @@
 
 use super::FlowSizeCdf;
 use crate::engine::SimRng;
-use crate::flow::FlowSpec;
+use crate::flow::{FlowSpec, Protocol};
 use crate::net::Network;
-use crate::scenario::Protocol;
 use crate::units::{Time, SEC};
 use rand::Rng;
 

@@ -418,7 +418,7 @@ impl CongestionControl for Bbr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::tcp::RateSample;
+    use crate::transport::cc::RateSample;
     use crate::units::US;
 
     const MSS: u64 = 1000;

@@ -20,8 +20,24 @@ pub use lia::{lia_alpha, Lia};
 pub use new_reno::NewReno;
 pub use vegas::Vegas;
 
-use crate::transport::tcp::RateSample;
 use crate::units::Time;
+
+/// What one delivered segment says about the path: a delivery-rate sample, as the
+/// sender's estimator (`tcp::DeliveryRate`) takes them and a model-based controller
+/// (BBR) reads them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    /// Bytes delivered per second over the sample's interval.
+    pub delivery_rate_bps: u64,
+    /// The sender's delivered count when the segment was sent (rounds count by it).
+    pub prior_delivered: u64,
+    /// The sender's delivered count now, this segment included.
+    pub delivered: u64,
+    /// From the segment's (last) transmission to now.
+    pub rtt: Time,
+    /// The sender was application-limited when the segment was sent.
+    pub app_limited: bool,
+}
 
 /// What an ACK that advanced the cumulative point tells the controller.
 #[derive(Clone, Copy, Debug)]

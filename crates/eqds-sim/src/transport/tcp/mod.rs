@@ -12,7 +12,7 @@ mod rtt;
 mod scoreboard;
 mod sender;
 
-pub use rate::{DeliveryRate, RateSample};
+pub use rate::DeliveryRate;
 pub use receiver::TcpReceiver;
 pub use rtt::RttEstimator;
 pub use sender::TcpSender;

@@ -7,23 +7,9 @@
 //! the delivery rate. A sample taken while the sender had nothing more to send is
 //! flagged application-limited: it may understate the path.
 
+use crate::transport::cc::RateSample;
 use crate::units::{Time, SEC};
 use std::collections::VecDeque;
-
-/// What one delivered segment says about the path.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RateSample {
-    /// Bytes delivered per second over the sample's interval.
-    pub delivery_rate_bps: u64,
-    /// The sender's delivered count when the segment was sent (rounds count by it).
-    pub prior_delivered: u64,
-    /// The sender's delivered count now, this segment included.
-    pub delivered: u64,
-    /// From the segment's (last) transmission to now.
-    pub rtt: Time,
-    /// The sender was application-limited when the segment was sent.
-    pub app_limited: bool,
-}
 
 /// The sender's state when a segment left.
 #[derive(Clone, Copy, Debug, Default)]

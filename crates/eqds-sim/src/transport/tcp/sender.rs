@@ -22,12 +22,12 @@
 //! packets and resumes when the NIC frees a slot, as Linux's TCP small queues do, so a
 //! fast sender does not drop its own packets at its own NIC.
 
-use super::rate::{DeliveryRate, RateSample};
+use super::rate::DeliveryRate;
 use super::scoreboard::Scoreboard;
 use super::{RttEstimator, TcpConfig};
 use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::transport::cc::{AckEvent, CongestionControl, LossEvent};
+use crate::transport::cc::{AckEvent, CongestionControl, LossEvent, RateSample};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::{Time, SEC};
 

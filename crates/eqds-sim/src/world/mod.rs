@@ -1,24 +1,35 @@
 //! Everything a run holds except the endpoints: the network, the packet slab, the
-//! event queue, the generator, the flow table and the timers. Endpoints get `&mut
-//! World` through `transport::Ctx` while the run loop holds the endpoint table.
+//! event queue, the generator, the flow table, the timers and pull pacers, and the
+//! EQDS layer. Endpoints get `&mut World` through `transport::Ctx` while the run loop
+//! (`sim`) holds the endpoint table.
+//!
+//! It sits below both: `transport` uses it, `sim` builds it and runs it, so neither
+//! of those two needs the other's insides.
 
-use super::pull_pacer::PullPacer;
-use super::timers::Timers;
+mod pull_pacer;
+mod timers;
+
+pub use pull_pacer::PullPacer;
+
+use timers::Timers;
+
 use crate::engine::{Event, EventQueue, SimRng};
 use crate::eqds::{EqdsLayer, Writer};
 use crate::flow::FlowRecord;
-use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
 use crate::net::port::PortCtx;
 use crate::net::Network;
 use crate::units::Time;
 
+/// The state of a run that endpoints and the EQDS layer act on.
 pub struct World {
     pub net: Network,
     pub pkts: PacketSlab,
     pub events: EventQueue,
     pub rng: SimRng,
     pub flows: Vec<FlowRecord>,
+    /// One lazily cancelled timer per endpoint.
     pub timers: Timers,
     /// Flows completed since the run loop last looked.
     pub completed: Vec<FlowId>,
@@ -29,6 +40,22 @@ pub struct World {
 }
 
 impl World {
+    /// A world with nothing in flight: no packets, no events, room for `flows` flow
+    /// records, no pull pacers and no EQDS (the builder adds those it needs).
+    pub fn new(net: Network, rng: SimRng, flows: usize) -> World {
+        World {
+            net,
+            pkts: PacketSlab::new(),
+            events: EventQueue::new(),
+            rng,
+            flows: Vec::with_capacity(flows),
+            timers: Timers::default(),
+            completed: Vec::new(),
+            pacers: Vec::new(),
+            eqds: None,
+        }
+    }
+
     /// Puts a new packet on its source host's NIC queue.
     #[inline]
     pub fn send_from_host(&mut self, now: Time, pkt: Packet) {
@@ -52,59 +79,30 @@ impl World {
         })
     }
 
-    /// Offers a packet to a port. A header the port's discipline returns to its
-    /// sender is turned around and routed by the same switch; if that fails too (or
-    /// the port is a host's), it is dropped and counted there.
+    /// Offers a packet to a port (see [`Network::enqueue`]).
     #[inline]
     pub fn enqueue(&mut self, now: Time, port: PortId, pkt: PacketId) {
-        let Some(returned) = self.offer(now, port, pkt) else {
-            return;
-        };
-        let packet = self.pkts.get_mut(returned);
-        packet.reverse();
-        let back = match self.net.ports[port as usize].owner {
-            Node::Switch(s) => {
-                let sw = &self.net.switches[s as usize];
-                Some(sw.route(packet.dst, packet.entropy, self.net.load_balancing))
-            }
-            Node::Host(_) => None,
-        };
-        let bounced_again = match back {
-            Some(out) => self.offer(now, out, returned),
-            None => Some(returned),
-        };
-        if let Some(p) = bounced_again {
-            // A returned header never bounces twice; drop it where it stands.
-            let stats = &mut self.net.ports[port as usize].stats;
-            stats.drops += 1;
-            stats.dropped_bytes += self.pkts.get(p).size as u64;
-            self.pkts.free(p);
-        }
-    }
-
-    #[inline]
-    fn offer(&mut self, now: Time, port: PortId, pkt: PacketId) -> Option<PacketId> {
-        let mut ctx = PortCtx {
-            now,
-            events: &mut self.events,
-            pkts: &mut self.pkts,
-            rng: &mut self.rng,
-        };
-        let queue = &mut *self.net.queues[port as usize];
-        self.net.ports[port as usize].enqueue(queue, port, pkt, &mut ctx)
+        let (net, mut ctx) = self.ports(now);
+        net.enqueue(port, pkt, &mut ctx);
     }
 
     /// The port's transmitter is free again.
     #[inline]
     pub fn tx_done(&mut self, now: Time, port: PortId) {
-        let mut ctx = PortCtx {
+        let (net, mut ctx) = self.ports(now);
+        net.tx_done(port, &mut ctx);
+    }
+
+    /// The network, and apart from it the pieces of the world its ports need.
+    #[inline]
+    pub fn ports(&mut self, now: Time) -> (&mut Network, PortCtx<'_>) {
+        let ctx = PortCtx {
             now,
             events: &mut self.events,
             pkts: &mut self.pkts,
             rng: &mut self.rng,
         };
-        let queue = &mut *self.net.queues[port as usize];
-        self.net.ports[port as usize].on_tx_done(queue, port, &mut ctx);
+        (&mut self.net, ctx)
     }
 
     /// Queues endpoint `ep` on `host`'s pull pacer.

@@ -1,0 +1,191 @@
+//! Building a run from a scenario: the network, the workloads' flows, the world with
+//! its pull pacers and EQDS layer, the endpoints' parameters and the time series.
+//!
+//! Everything random is drawn from the scenario's one generator in a fixed order
+//! (switch hash seeds, then the workloads, then the EQDS hosts' seeds), so the same
+//! file and seed give the same run.
+
+use super::endpoints::EndpointFactory;
+use super::sample::Sampler;
+use super::{add_flow, Simulation};
+use crate::engine::SimRng;
+use crate::eqds::{EqdsLayer, EqdsSettings};
+use crate::flow::{FlowSpec, Protocol};
+use crate::net::{Network, NetworkBuilder};
+use crate::scenario::{Loaded, Scenario};
+use crate::units::Time;
+use crate::workload::{FollowUp, GenCtx};
+use crate::world::{PullPacer, World};
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+
+/// Builds the network of a scenario; switch hash seeds come from `rng`.
+pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
+    let salts = SimRng::seed_from_u64(rng.random());
+    let mut salts = salts;
+    let sw = &scenario.switch;
+    scenario.topology.build(|n_hosts| {
+        NetworkBuilder::new(
+            n_hosts,
+            scenario.host.queue.clone(),
+            sw.queue.clone(),
+            sw.latency.0,
+            sw.load_balancing,
+            Box::new(move || salts.random()),
+        )
+        .with_host_links(scenario.host.link_overrides(n_hosts))
+    })
+}
+
+/// What receiver-driven windows (NDP's, EQDS's credit) are sized by.
+struct Credit {
+    /// The longest loaded round trip of the network.
+    rtt: Time,
+    /// Full packets that round trip holds at the fastest NIC's rate.
+    bdp: u32,
+    /// Every host's NIC rate.
+    rates: Vec<u64>,
+}
+
+impl Credit {
+    fn of(net: &Network, mtu: u32, header: u32) -> Credit {
+        // Receiver-driven windows cover the loaded round trip, not the idle one: the
+        // transient queues of a sprayed fabric with traffic both ways about double
+        // it at jumbo frames, and a window of one idle BDP then caps every flow well
+        // below line rate (66% for NDP at k=8, 70% for TCP over EQDS on the T1
+        // model).
+        let rtt = net.max_loaded_rtt(mtu, header);
+        let rates: Vec<u64> = (0..net.n_hosts).map(|h| net.host_rate(h)).collect();
+        // At the fastest NIC's rate: a window must cover the fastest host.
+        let fastest = rates.iter().copied().max().unwrap_or(0);
+        let bdp = crate::eqds::bdp_packets(rtt, fastest, mtu);
+        Credit { rtt, bdp, rates }
+    }
+}
+
+impl Simulation {
+    /// Builds the world: network, workload flows (scheduled), time-series writers in
+    /// `out_dir` if the scenario asks for them.
+    pub fn new(loaded: &Loaded, out_dir: Option<&Path>) -> Result<Self, String> {
+        let sc = &loaded.scenario;
+        let mut rng = SimRng::seed_from_u64(sc.seed);
+        let net = build_network(sc, &mut rng);
+        let stop = sc.stop.time.map(|t| t.0);
+        let (flows, follow_ups) = generate_flows(loaded, &net, &mut rng, stop)?;
+        if !sc.transport.sack && flows.iter().any(|f| f.protocol == Protocol::Bbr) {
+            return Err(format!(
+                "{}: transport.sack: BBR needs sack = true (its delivery-rate samples \
+                 count SACKed segments, as Linux's do; without SACK a long recovery \
+                 reads as a collapse of the path's bandwidth)",
+                loaded.file
+            ));
+        }
+        let endless = flows.iter().any(|f| f.size.is_none())
+            || follow_ups.iter().flatten().any(FollowUp::is_endless);
+        let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;
+
+        let mut world = World::new(net, rng, flows.len());
+        let t = &sc.transport;
+        let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
+        let credit = Credit::of(&world.net, mtu, header);
+        world.pacers = (0..world.net.n_hosts)
+            .map(|h| {
+                let slot = crate::units::serialisation_time(mtu, world.net.host_rate(h));
+                PullPacer::new((slot as f64 / t.ndp.pull_rate).round() as Time)
+            })
+            .collect();
+        build_eqds(sc, &flows, &mut world, &credit)?;
+        let factory = EndpointFactory::new(t, &sc.eqds, world.net.path_count(), credit.bdp);
+        for spec in flows {
+            add_flow(&mut world, spec);
+        }
+        let sampler = Sampler::new(&sc.output, out_dir, &mut world)?;
+        Ok(Simulation {
+            world,
+            endpoints: Vec::new(),
+            factory,
+            follow_ups,
+            stop_time: stop.unwrap_or(Time::MAX),
+            stop_when_complete: sc.stop.when_flows_complete,
+            warmup: sc.stop.warmup.0,
+            warmed_up: sc.stop.warmup.0 == 0,
+            unfinished,
+            endless,
+            now: 0,
+            events_processed: 0,
+            sampler,
+        })
+    }
+}
+
+/// Every workload's initial flows, tagged with the workload they come from, and per
+/// workload what adds flows as its flows complete.
+fn generate_flows(
+    loaded: &Loaded,
+    net: &Network,
+    rng: &mut SimRng,
+    stop: Option<Time>,
+) -> Result<(Vec<FlowSpec>, Vec<Option<FollowUp>>), String> {
+    let sc = &loaded.scenario;
+    let mut flows: Vec<FlowSpec> = Vec::new();
+    let mut follow_ups = Vec::new();
+    for (i, w) in sc.workload.as_slice().iter().enumerate() {
+        let name = if sc.workload.as_slice().len() == 1 {
+            "workload".into()
+        } else {
+            format!("workload[{i}]")
+        };
+        let mut ctx = GenCtx {
+            net,
+            rng: &mut *rng,
+            stop,
+            base_dir: &loaded.base_dir,
+            protocol: sc.transport.protocol,
+            matrix: loaded.matrices.get(i).and_then(|m| m.as_deref()),
+        };
+        let plan = w
+            .generate(&mut ctx)
+            .map_err(|e| format!("{}: {name}.{e}", loaded.file))?;
+        let legacy = sc.eqds.legacy_workloads.contains(&(i as u32));
+        flows.extend(plan.flows.into_iter().map(|f| FlowSpec {
+            origin: i as u16,
+            legacy,
+            ..f
+        }));
+        follow_ups.push(plan.follow_up);
+    }
+    Ok((flows, follow_ups))
+}
+
+/// EQDS on every host, if the scenario turns it on or a flow runs over it natively:
+/// its settings resolved against this network, and each host's seed drawn from the
+/// run's generator. Asking for `paths.csv` without EQDS is an error.
+fn build_eqds(
+    sc: &Scenario,
+    flows: &[FlowSpec],
+    world: &mut World,
+    credit: &Credit,
+) -> Result<(), String> {
+    let mtu = sc.transport.mtu.0 as u32;
+    let rates = &credit.rates;
+    let fastest = rates.iter().copied().max().unwrap_or(0);
+    let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
+    if uses_eqds {
+        let mut settings = EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), credit.bdp);
+        settings.path_stats = sc.output.paths_csv;
+        // With NICs of several rates, a window sized for the fastest would keep
+        // several BDPs of a slower receiver in flight, queued in the network.
+        if sc.eqds.window.is_none() && rates.iter().any(|&r| r != fastest) {
+            settings.tunnel_rtt = Some(credit.rtt);
+        }
+        let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
+        world.eqds = Some(Box::new(EqdsLayer::new(settings, rates, &seeds)));
+    } else if sc.output.paths_csv {
+        return Err(
+            "output.paths_csv: no host runs EQDS (set eqds.enabled = true, or \
+                    give a flow protocol = \"eqds\")"
+                .into(),
+        );
+    }
+    Ok(())
+}
