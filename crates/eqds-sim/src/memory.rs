@@ -16,6 +16,7 @@
 //! above the peak of a run, within a small factor for large runs; for small ones
 //! the fixed cost of the process dominates.
 
+use eqds_proto::config::EqdsConfig;
 use crate::flow::Protocol;
 use crate::net::queue::QueueSpec;
 use crate::scenario::{Loaded, Scenario};
@@ -197,7 +198,8 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
     } else {
         0.0
     };
-    let eqif_queued = tunnels * f64::from(sc.eqds.send_queue);
+    let eqds = eqds_config(sc, bdp);
+    let eqif_queued = tunnels * f64::from(eqds.send_queue);
     let packets = windows.min(buffers + eqif_queued);
     let eqds_packets = eqds_windows.min(packets);
 
@@ -211,8 +213,7 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
         .map_or(0.0, |_| flows.total * 8.0);
     let eqds_hosts = if eqds_flows > 0.0 { hosts } else { 0.0 };
     // Each tunnel's reorder queue is a ring of slots, allocated whole.
-    let eqds_window = f64::from(sc.eqds.window.unwrap_or(bdp.clamp(1.0, 1000.0) as u32));
-    let reorder_slots = sc.eqds.reorder_window.map_or(4.0 * eqds_window, f64::from);
+    let reorder_slots = f64::from(eqds.reorder_window_packets(fastest as u64, mtu as u32));
     let parts = [
         ("the process", BASE),
         ("the network's ports and queues", ports * PER_PORT),
@@ -302,14 +303,25 @@ fn window(sc: &Scenario, protocol: Protocol, uses_eqds: bool, bdp: f64) -> f64 {
     // A window-limited sender keeps what its own NIC queue and one full bottleneck
     // queue hold, beside a round trip's worth on the wire.
     let queued = per_queue(&sc.host.queue) + per_queue(&sc.switch.queue) + bdp;
-    let eqds_window = f64::from(sc.eqds.window.unwrap_or(bdp.clamp(1.0, 1000.0) as u32));
+    let eqds = eqds_config(sc, bdp);
+    let eqds_window = f64::from(eqds.window);
     match protocol {
         Protocol::Ndp => 2.0 * sc.transport.ndp.initial_window.map_or(bdp, f64::from),
         // A full send queue in the EQIF, a window in flight and the control
         // packets that answer it.
-        _ if uses_eqds => f64::from(sc.eqds.send_queue) + 3.0 * eqds_window,
+        _ if uses_eqds => f64::from(eqds.send_queue) + 3.0 * eqds_window,
         _ => queued,
     }
+}
+
+/// EQDS's settings as the run will resolve them, with a window of `bdp` packets
+/// unless the scenario gives one.
+fn eqds_config(sc: &Scenario, bdp: f64) -> EqdsConfig {
+    // The scenario was validated, so this cannot fail; if it did, the estimate
+    // would use the paper's defaults.
+    sc.eqds
+        .config(bdp.clamp(1.0, 1000.0) as u32)
+        .unwrap_or_default()
 }
 
 fn protocol_of(w: &WorkloadSpec) -> Option<Protocol> {

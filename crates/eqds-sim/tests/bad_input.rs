@@ -70,7 +70,7 @@ fn each_mistake_is_named() {
         (
             "[stop]",
             "[eqds]\nenabled = true\nwindow = 8\ninitial_window = 9\n[stop]",
-            "initial_window: at most the window (8 packets), got 9",
+            "eqds.initial_window: must be at most eqds.window (8 packets), got 9",
         ),
         ("mtu = 1500", "mtu = 1500\nsack = \"yes\"", "sack"),
         (
@@ -131,7 +131,7 @@ fn each_mistake_is_named() {
         ),
         ("[stop]", "[eqds]\nwindow = 0\n[stop]", "eqds.window"),
         ("[stop]", "[eqds]\nwindow = 5000\n[stop]", "eqds.window"),
-        ("[stop]", "[eqds]\nmode = \"tcp\"\n[stop]", "`eqds.mode`"),
+        ("[stop]", "[eqds]\nmode = \"tcp\"\n[stop]", "eqds.mode: 'tcp' is not rts or ndp"),
         ("[stop]", "[eqds]\nrto = \"0us\"\n[stop]", "eqds.rto"),
         (
             "[stop]",
@@ -154,7 +154,7 @@ fn each_mistake_is_named() {
         (
             "[stop]",
             "[eqds]\npolicy = \"lifo\"\n[stop]",
-            "`eqds.policy`",
+            "eqds.policy: 'lifo' is not fifo, weighted or strict_priority",
         ),
         ("[stop]", "[eqds]\nenable = true\n[stop]", "enable"),
         (
@@ -163,6 +163,20 @@ fn each_mistake_is_named() {
             "eqds.ecn_max_threshold",
         ),
         ("[stop]", "[eqds]\necn_max_p = 1.5\n[stop]", "eqds.ecn_max_p"),
+        // The keys shared with the daemon are checked by the same code, against
+        // each other too, and their errors name the key as written.
+        (
+            "[stop]",
+            "[eqds]\nrto = \"2ms\"\n[stop]",
+            "eqds.reorder_timeout: must exceed 3 x rto",
+        ),
+        ("[stop]", "[eqds]\nrto = \"fast\"\n[stop]", "`eqds.rto`"),
+        ("[stop]", "[eqds]\nwindwo = 3\n[stop]", "windwo"),
+        (
+            "[stop]",
+            "[eqds]\n\"(shared)\" = { window = 3 }\n[stop]",
+            "eqds.(shared): unknown key",
+        ),
         ("[stop]", "[eqds]\necn_max_p = 0\n[stop]", "eqds.ecn_max_p"),
         (
             "[stop]",

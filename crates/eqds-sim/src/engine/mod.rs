@@ -6,8 +6,10 @@
 //! run exactly reproducible.
 
 mod event_queue;
+mod timers;
 
 pub use event_queue::EventQueue;
+pub use timers::Timers;
 
 /// Asks the CPU to start loading the cache line at `p`. Processing an event takes a
 /// few hundred nanoseconds, about a memory access: prefetching what the next event

@@ -1,163 +1,111 @@
-//! EQDS in the simulator: the layer between the transports and the NIC of every host.
+//! EQDS in the simulator: one `eqds-proto` [`Host`] on every host, the same protocol
+//! code the Linux daemon runs, joined to the simulated network.
 //!
-//! Each host runs one or more sending EQIFs ([`Sender`]s, sharing its uplink
-//! through an [`Uplink`]) and one receiving EQIF ([`ReceivingEqif`]) from
-//! `eqds-proto`, the same protocol code the Linux daemon runs. A flow writes into
-//! the EQIF its workload is assigned to (`[[eqds.eqifs]]`); a receiver keeps each
-//! sending EQIF of a host apart as its own peer ([`rx_peer`]). The simulator only supplies what the daemon gets from the kernel:
-//! - **Packets.** The EQIFs' packet handle is the simulator's [`PacketId`]. A packet
+//! ```text
+//!   transports ──write/hold──▶ EqdsLayer ──Host::handle_*──▶ eqds_proto::host::Host
+//!   run loop ──arrive/timer──▶ (adapter.rs)◀──Host::poll_*───  (EQIFs, credit, tunnels)
+//!                                 │
+//!                                 └──▶ NIC queue (Network::enqueue), EqdsTimer events,
+//!                                      delivered inner packets back to the run loop
+//! ```
+//!
+//! Each host's `Host` does the protocol (EQIFs, uplink scheduler, receiving EQIF,
+//! peer ids, windows, timers at scale); this module supplies only what the daemon gets
+//! from the kernel:
+//! - **Packets.** The core's packet handle is the simulator's [`PacketId`]. A packet
 //!   written into EQDS stays in the slab, owned by the sending EQIF until its ACK.
 //!   Each transmission is a copy of it, `overhead` bytes bigger, whose 16-byte EQDS
 //!   header is encoded into a side table (`encap.rs`) rather than widening every
 //!   packet: switches only read the packet, receivers decode the real wire format.
-//! - **Time.** One lazily re-armed timer event per host covers the PULL pacer, the
-//!   retransmit and credit-loss timers and the reorder queues' hole timers.
-//! - **The NIC.** Whatever the sending EQIF releases goes straight to the host's NIC
-//!   queue; credit arrives paced at the receivers' link rates, so that queue stays
-//!   short.
+//! - **Time.** One lazily re-armed timer event per host.
+//! - **The NIC.** Whatever the sending EQIFs release goes straight to the host's NIC
+//!   queue while it holds fewer than `nic_limit` packets; credit arrives paced at the
+//!   receivers' link rates, so that queue stays short.
+//! - **Topology.** Peer ids are host numbers; control packets are sprayed over the
+//!   paths round robin, as data is.
 //!
-//! Writers are of two kinds (the paper's EQIF classes): a transport such as TCP,
+//! Writers are of two kinds (the paper's EQIF classes, §6): a transport such as TCP,
 //! whose packets are dropped when their destination's send queue is full (the
 //! TCP-compatible EQIF's drop-tail queue), and a native application
 //! (`protocol = "eqds"`), which is told to wait and woken through its timer when the
 //! queue has drained to half.
 
+mod adapter;
 mod encap;
-mod world;
 
+pub use adapter::{HostIo, Writer};
 pub use encap::TagTable;
-pub use world::Writer;
+pub use eqds_proto::host::bdp_packets;
+
+use std::sync::Arc;
 
 use crate::flow::FlowRecord;
-use crate::ids::{EndpointId, FlowId, HostId};
-use crate::scenario::{EqdsMode, EqdsPolicy, EqdsSpec, MAX_EQIFS};
+use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::scenario::EqdsSpec;
 use crate::units::Time;
-use eqds_proto::eqif::{ReceivingEqif, ReceivingEqifConfig};
-use eqds_proto::receiver::{Policy, ReceiverConfig};
-use eqds_proto::reorder::ReorderConfig;
-use eqds_proto::sender::{Mode, PeerId, Red, Sender, SenderConfig, ECN_CERTAIN};
-use eqds_proto::tunnel::RxConfig;
-use eqds_proto::uplink::{Share, Uplink};
+use eqds_proto::config::EqdsConfig;
+use eqds_proto::host::{Host, HostParams, TunnelWindows};
+use eqds_proto::sender::Sender;
+use eqds_proto::uplink::Share;
 
-use crate::ids::PacketId;
-
-/// Default `demand_lookahead` of native EQDS applications, in packets: they queue all
-/// they have, and this keeps a thin stream from sending an RTS whenever its queue
-/// empties.
-const NATIVE_DEMAND_LOOKAHEAD: u32 = 4;
-
-/// `[eqds]` resolved against the topology and transport.
+/// The simulator's EQDS settings: the core's [`EqdsConfig`] and what only the
+/// simulator has (which flows EQDS carries, the NIC queue limit, the paths).
 #[derive(Clone, Debug)]
 pub struct EqdsSettings {
+    /// The protocol's settings, as every host's [`Host`] gets them.
+    pub config: EqdsConfig,
     /// Tunnel every transport's packets, not only native EQDS flows'.
     pub tunnel_all: bool,
-    pub mode: Mode,
     /// Tunnel MTU: the wire size of a full packet and the credit of one PULL.
     pub mtu: u32,
     pub overhead: u32,
-    pub window_packets: u32,
-    /// Set when `window` is not given and the hosts' NICs differ: the longest loaded
-    /// RTT (`Network::loaded_rtt`), from which each tunnel's window is sized at the
-    /// slower of its two hosts' rates (`window_packets` is then the fastest host's,
-    /// for the receivers).
-    pub tunnel_rtt: Option<Time>,
-    /// Packets an idle tunnel sends unasked; `None`: as the mode says.
-    pub initial_window_packets: Option<u32>,
-    /// Credit asked for beyond the backlog while packets are in flight, in packets.
-    pub demand_lookahead_packets: u32,
-    pub send_queue: u32,
-    pub backpressure: bool,
-    /// Pure transport ACKs join their send queue ahead of waiting data.
-    pub acks_first: bool,
-    /// RED on each send queue for ECN-capable packets (bytes of backlog).
-    pub ecn: Red,
-    pub nic_limit: u32,
-    pub rto: Time,
-    pub credit_loss_timeout: Time,
+    /// Path ids a tunnel sprays over.
     pub paths: u16,
-    pub policy: Policy,
-    pub ack_coalesce: u32,
-    pub ack_delay: Time,
-    pub pull_permille: u32,
-    /// Arriving control packets delay the next PULL (`Receiver::charge_unpulled`).
-    pub pace_control: bool,
-    pub reorder_window: u32,
-    pub reorder_timeout: Time,
-    /// Keep per-path statistics in every tunnel (for `paths.csv`).
-    pub path_stats: bool,
-    /// How long a tunnel avoids a path that trimmed or lost a packet (0: never).
-    pub path_avoidance: Time,
-    /// `SenderConfig::loss_reorder_window` (0: off).
-    pub loss_reorder_window: Time,
+    /// Packets the NIC queue may hold before EQDS stops handing it more.
+    pub nic_limit: u32,
+    pub backpressure: bool,
     /// Some flows are legacy traffic that goes around EQDS (`legacy_workloads`):
     /// only then does sending look up the flow.
     pub has_legacy: bool,
-    /// Each host's sending EQIFs, by index (and sender id): how they share the
-    /// uplink, and how receivers with a weighted or priority policy pull them.
-    pub eqifs: Vec<Share>,
+    /// Windows are per tunnel, one loaded BDP at the slower of its two hosts (NICs
+    /// of several rates and no `window` given); `config.window` is then the fastest
+    /// host's, for the receivers.
+    pub per_tunnel_windows: bool,
+    /// Each host's sending EQIFs, by index (and sender id).
+    eqifs: Vec<Share>,
     /// EQIF of each workload's flows, indexed by workload; workloads beyond the
     /// end use EQIF 0.
     eqif_of_workload: Vec<u8>,
 }
 
 impl EqdsSettings {
-    /// Resolves `spec` for a network whose longest loaded round trip
-    /// (`Network::loaded_rtt`) holds `bdp_packets` full packets and that has `paths`
-    /// equal-cost paths.
-    pub fn resolve(spec: &EqdsSpec, mtu: u32, paths: u32, bdp_packets: u32) -> Self {
-        let window_packets = spec.window.unwrap_or(bdp_packets.clamp(1, 1000));
-        EqdsSettings {
+    /// Resolves `spec` for a network of `paths` equal-cost paths whose longest
+    /// loaded round trip holds `bdp_packets` full packets at the fastest NIC, and
+    /// whose NICs run at `rates`. `path_stats` asks every tunnel for per-path
+    /// counters (`[output] paths_csv`).
+    pub fn resolve(
+        spec: &EqdsSpec,
+        mtu: u32,
+        paths: u32,
+        bdp_packets: u32,
+        rates: &[u64],
+        path_stats: bool,
+    ) -> Result<Self, String> {
+        let mut config = spec.config(bdp_packets).map_err(|e| format!("eqds.{e}"))?;
+        config.path_stats |= path_stats;
+        let fastest = rates.iter().copied().max().unwrap_or(0);
+        Ok(EqdsSettings {
+            config,
             tunnel_all: spec.enabled,
-            mode: match spec.mode {
-                EqdsMode::Ndp => Mode::Ndp,
-                EqdsMode::Rts => Mode::Rts,
-            },
             mtu,
             overhead: spec.overhead.0 as u32,
-            window_packets,
-            // Set by the caller, who knows the hosts' rates.
-            tunnel_rtt: None,
-            initial_window_packets: spec.initial_window.map(|p| p.min(window_packets)),
-            demand_lookahead_packets: spec.demand_lookahead.unwrap_or(if spec.enabled {
-                // At least any tunnel's window: in flight is never more.
-                window_packets
-            } else {
-                NATIVE_DEMAND_LOOKAHEAD
-            }),
-            send_queue: spec.send_queue,
-            backpressure: spec.backpressure,
-            acks_first: spec.acks_first,
-            ecn: {
-                let min = spec.ecn_threshold.unwrap_or(spec.send_queue.div_ceil(4));
-                let max = spec.ecn_max_threshold.unwrap_or(min).max(min);
-                Red {
-                    min_bytes: u64::from(min) * u64::from(mtu),
-                    max_bytes: u64::from(max) * u64::from(mtu),
-                    max_p_ppm: (spec.ecn_max_p * f64::from(ECN_CERTAIN)).round() as u32,
-                }
-            },
-            nic_limit: spec.nic_limit,
-            rto: spec.rto.0,
-            credit_loss_timeout: spec.credit_loss_timeout.0,
             paths: spec.paths.unwrap_or(paths).clamp(1, u32::from(u16::MAX)) as u16,
-            policy: match spec.policy {
-                EqdsPolicy::Fifo => Policy::Fifo,
-                EqdsPolicy::Weighted => Policy::Weighted,
-                EqdsPolicy::StrictPriority => Policy::StrictPriority,
-            },
-            ack_coalesce: spec.ack_coalesce,
-            ack_delay: spec.ack_delay.0,
-            pull_permille: (spec.pull_rate * 1000.0).round().max(1.0) as u32,
-            pace_control: spec.pace_control,
-            // A hole lasts about one RTT (NACK, then the resend goes first), in which
-            // about a window of later packets arrives: twice the window holds them.
-            reorder_window: spec.reorder_window.unwrap_or(4 * window_packets),
-            reorder_timeout: spec.reorder_timeout.0,
-            // Asked for by `[output] paths_csv`, set by the caller.
-            path_stats: false,
-            path_avoidance: spec.path_avoidance.0,
-            loss_reorder_window: spec.loss_reorder_window.0,
+            nic_limit: spec.nic_limit,
+            backpressure: spec.backpressure,
             has_legacy: !spec.legacy_workloads.is_empty(),
+            // With NICs of several rates, a window sized for the fastest would keep
+            // several BDPs of a slower receiver in flight, queued in the network.
+            per_tunnel_windows: !spec.sets_window() && rates.iter().any(|&r| r != fastest),
             eqifs: if spec.eqifs.is_empty() {
                 vec![Share::default()]
             } else {
@@ -182,7 +130,7 @@ impl EqdsSettings {
                 }
                 of
             },
-        }
+        })
     }
 
     /// The sending EQIF that `flow` writes into: its workload's.
@@ -195,21 +143,6 @@ impl EqdsSettings {
             .get(flow as usize)
             .and_then(|f| self.eqif_of_workload.get(usize::from(f.spec.origin)))
             .map_or(0, |&e| usize::from(e))
-    }
-
-    /// The shortest slow timer: no retransmit, credit-loss or hole timer set at
-    /// time `t` is due before `t + slow_slack()`.
-    pub fn slow_slack(&self) -> Time {
-        self.rto
-            .min(self.credit_loss_timeout)
-            .min(self.reorder_timeout)
-    }
-
-    /// The send-queue limit per destination in charged bytes: `send_queue` full
-    /// packets. Counting bytes lets the burst of small TCP ACKs that a reorder
-    /// queue's release triggers fit where a packet count would drop them.
-    pub fn send_queue_bytes(&self) -> u64 {
-        u64::from(self.send_queue) * u64::from(self.mtu)
     }
 
     /// Largest inner packet a writer may hand to EQDS.
@@ -246,28 +179,24 @@ pub struct EqdsCounters {
     pub malformed: u64,
 }
 
-/// One host's EQDS: its sending EQIFs, its receiving EQIF and its timer.
+/// One host's EQDS and the simulator's state around it.
 pub struct EqdsHost {
-    pub tx: Uplink<PacketId>,
-    pub rx: ReceivingEqif<PacketId>,
+    pub host: Host<PacketId>,
     /// Earliest `EqdsTimer` event queued for this host (`Time::MAX` if none).
     timer_queued: Time,
-    /// The NIC queue was full with the sending EQIF possibly holding more: pump
+    /// The NIC queue was full with the sending EQIFs possibly holding more: pump
     /// again when the NIC finishes its current packet (`Time::MAX` if not).
     nic_wake: Time,
-    /// Earliest of the slow timers (retransmit, credit loss, reorder holes) as of
-    /// the last scan of every tunnel, or when to look again; see `world.rs`.
-    slow_due: Time,
     /// Writers waiting for room towards a destination: (EQIF, destination, writer).
     blocked: Vec<(u8, HostId, EndpointId)>,
     /// A writer joined `blocked` since the pump last looked for room. Otherwise only
     /// a transmission can make room (the simulator never drops tunnels), so the pump
     /// looks only then: the look costs a tunnel lookup per blocked writer.
     blocked_new: bool,
-    /// Path id of the next control packet. The core leaves control packets'
-    /// paths to the host; they are sprayed round robin like data, since on one
-    /// path the control of every host of a pod (two per data packet) would
-    /// overload that path's links (k=16 at 100 Gbps: 200 Gb/s on one agg uplink).
+    /// Path id of the next control packet. The core leaves control packets' paths
+    /// to the host; they are sprayed round robin like data, since on one path the
+    /// control of every host of a pod (two per data packet) would overload that
+    /// path's links (k=16 at 100 Gbps: 200 Gb/s on one agg uplink).
     next_control_path: u16,
 }
 
@@ -290,71 +219,37 @@ pub struct EqdsLayer {
     pub counters: EqdsCounters,
     /// Inner packets released to their transports, for the run loop to hand over.
     pub delivered: Vec<PacketId>,
-    /// Each host's NIC rate in bit/s.
-    link_rates: Vec<u64>,
 }
 
 impl EqdsLayer {
-    /// `link_rates[h]` is host `h`'s NIC rate; `seeds[h]` seeds its path shuffles.
-    pub fn new(settings: EqdsSettings, link_rates: &[u64], seeds: &[u64]) -> Self {
-        let window = settings.window_packets * settings.mtu;
+    /// `link_rates[h]` is host `h`'s NIC rate; `seeds[h]` seeds its epochs and path
+    /// shuffles; `rtt` is the round trip per-tunnel windows cover.
+    pub fn new(settings: EqdsSettings, link_rates: &[u64], seeds: &[u64], rtt: Time) -> Self {
+        let peer_rates: Arc<[u64]> = Arc::from(link_rates);
         let hosts = link_rates
             .iter()
             .zip(seeds)
             .enumerate()
             .map(|(h, (&rate, &seed))| EqdsHost {
-                tx: sending_eqifs(&settings.eqifs, |eqif| SenderConfig {
-                    mode: settings.mode,
-                    mtu: settings.mtu,
-                    overhead: settings.overhead,
-                    window,
-                    initial_window: settings.initial_window_packets.map(|p| p * settings.mtu),
-                    demand_lookahead: settings.demand_lookahead_packets * settings.mtu,
-                    // Counted in bytes, `send_queue` full packets' worth: see
-                    // `EqdsSettings::send_queue_bytes`.
-                    send_queue_packets: usize::MAX,
-                    send_queue_bytes: settings.send_queue_bytes(),
-                    rto: settings.rto,
-                    credit_loss_timeout: settings.credit_loss_timeout,
-                    paths: settings.paths,
-                    // Receivers tell a host's EQIFs apart by it (`rx_peer`).
-                    sender_id: eqif as u16,
-                    next_proto: eqds_proto::wire::NextProto::Ipv4,
-                    // The first EQIF keeps the host's seed, so adding EQIFs moves no
-                    // epoch or path choice of the first.
-                    seed: seed ^ (eqif as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    path_stats: settings.path_stats,
-                    path_avoidance: settings.path_avoidance,
-                    loss_reorder_window: settings.loss_reorder_window,
-                    ecn: Some(settings.ecn),
-                    // Not a scenario key (yet): at the simulated rates TCP's ACKs come
-                    // closer together than a round trip, so thin-stream restarts do not
-                    // arise, and runs stay as they were.
-                    thin_stream_credit: false,
-                }),
-                rx: ReceivingEqif::new(ReceivingEqifConfig {
-                    credit: ReceiverConfig {
-                        link_rate_bps: rate,
+                host: Host::new(
+                    &settings.config,
+                    HostParams {
                         mtu: settings.mtu,
-                        window,
-                        pacing_permille: settings.pull_permille,
-                        pull_burst: 1,
-                        policy: settings.policy,
-                        ack_coalesce: settings.ack_coalesce,
-                        ack_delay: settings.ack_delay,
+                        overhead: settings.overhead,
+                        link_rate_bps: rate,
+                        paths: settings.paths,
+                        seed,
+                        eqifs: settings.eqifs.clone(),
+                        // Every host has the same EQIFs.
+                        peer_eqifs: settings.eqifs.clone(),
+                        tunnel_windows: settings.per_tunnel_windows.then(|| TunnelWindows {
+                            rtt,
+                            peer_rates: peer_rates.clone(),
+                        }),
                     },
-                    // Data more than two reorder spans away is from another epoch.
-                    tunnel: RxConfig {
-                        window: settings.reorder_window,
-                    },
-                    reorder: ReorderConfig {
-                        window: settings.reorder_window,
-                        hole_timeout: settings.reorder_timeout,
-                    },
-                }),
+                ),
                 timer_queued: Time::MAX,
                 nic_wake: Time::MAX,
-                slow_due: Time::MAX,
                 blocked: Vec::new(),
                 blocked_new: false,
                 next_control_path: (h % usize::from(settings.paths)) as u16,
@@ -366,33 +261,14 @@ impl EqdsLayer {
             tags: TagTable::default(),
             counters: EqdsCounters::default(),
             delivered: Vec::new(),
-            link_rates: link_rates.to_vec(),
         }
-    }
-
-    /// Sizes the window of `host`'s tunnel to `dst` before the tunnel first exists,
-    /// when windows are per tunnel (`EqdsSettings::tunnel_rtt`): one loaded BDP at
-    /// the slower of the two NICs, since the receiver paces PULLs at its own rate and a
-    /// sender can send no faster than its own.
-    #[inline]
-    pub fn size_new_tunnel(&mut self, host: HostId, eqif: usize, dst: HostId) {
-        let Some(rtt) = self.settings.tunnel_rtt else {
-            return;
-        };
-        let tx = self.hosts[host as usize].tx.eqif_mut(eqif);
-        if tx.tunnel_state(dst).is_some() {
-            return;
-        }
-        let rate = self.link_rates[host as usize].min(self.link_rates[dst as usize]);
-        let packets = bdp_packets(rtt, rate, self.settings.mtu).clamp(1, 1000);
-        tx.set_window(dst, packets * self.settings.mtu);
     }
 
     /// Tunnel-level totals over every host, for the summary.
     pub fn tunnel_totals(&self) -> TunnelTotals {
         let mut t = TunnelTotals::default();
-        for host in &self.hosts {
-            for (_, s) in host.tx.eqifs().flat_map(Sender::tunnels) {
+        for h in &self.hosts {
+            for (_, s) in h.host.uplink().eqifs().flat_map(Sender::tunnels) {
                 t.tunnels += 1;
                 t.retransmits += s.retransmits;
                 t.rto_expiries += s.rto_expiries;
@@ -402,7 +278,7 @@ impl EqdsLayer {
                 t.warm_restarts += s.warm_restarts;
                 t.epochs += s.epochs;
             }
-            let e = host.rx.stats();
+            let e = h.host.receiver().stats();
             t.duplicates += e.duplicates;
             t.late += e.late;
             t.holes_skipped += e.holes_skipped;
@@ -411,37 +287,6 @@ impl EqdsLayer {
         }
         t
     }
-}
-
-/// The sending EQIFs of one host: EQIF `i` has sender id `i` and `config(i)`.
-fn sending_eqifs(shares: &[Share], config: impl Fn(usize) -> SenderConfig) -> Uplink<PacketId> {
-    let mut uplink = Uplink::new(config(0), shares[0]);
-    for (eqif, &share) in shares.iter().enumerate().skip(1) {
-        uplink.add(config(eqif), share);
-    }
-    uplink
-}
-
-/// The receiving EQIF's peer id for sending EQIF `eqif` (its sender id) of `host`:
-/// the host number with the EQIF in the top 8 bits, so a host's EQIFs are distinct
-/// senders and a host with one EQIF is known by its number.
-#[inline]
-pub fn rx_peer(host: HostId, eqif: u16) -> PeerId {
-    debug_assert!(usize::from(eqif) < MAX_EQIFS && host < 1 << 24);
-    (u32::from(eqif) << 24) | host
-}
-
-/// The host of a receiving EQIF's peer id ([`rx_peer`]).
-#[inline]
-pub fn rx_peer_host(peer: PeerId) -> HostId {
-    peer & 0x00FF_FFFF
-}
-
-/// Full packets of `mtu` bytes that a round trip of `rtt` holds at `rate` bit/s,
-/// rounded up.
-pub fn bdp_packets(rtt: Time, rate: u64, mtu: u32) -> u32 {
-    let bytes = u128::from(rtt) * u128::from(rate) / (8 * u128::from(crate::units::SEC));
-    u32::try_from(bytes.div_ceil(u128::from(mtu))).unwrap_or(u32::MAX)
 }
 
 /// Sums of the per-tunnel counters (and the reorder queues' peak).
@@ -467,20 +312,4 @@ pub struct TunnelTotals {
     /// Most packets any one reorder queue held behind a hole at once (a maximum,
     /// not a sum).
     pub peak_reorder_held: u64,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A window beyond 32 bits saturates instead of wrapping to a small one (the
-    /// default NDP window at the longest latency and fastest rate a scenario allows).
-    #[test]
-    fn bdp_saturates() {
-        assert_eq!(
-            bdp_packets(crate::units::MAX_DURATION, crate::units::MAX_RATE, 64),
-            u32::MAX
-        );
-        assert_eq!(bdp_packets(12 * crate::units::US, 10_000_000_000, 1500), 10);
-    }
 }

@@ -109,8 +109,9 @@ pub fn write_paths_csv(path: &Path, eqds: &EqdsLayer) -> std::io::Result<()> {
         out,
         "src,eqif,dst,path,sent,acked,trimmed,timed_out,rtt_samples,rtt_mean_ps,rtt_min_ps,rtt_max_ps,srtt_ps"
     )?;
-    let tunnels = eqds.hosts.iter().enumerate().flat_map(|(src, host)| {
-        host.tx
+    let tunnels = eqds.hosts.iter().enumerate().flat_map(|(src, h)| {
+        h.host
+            .uplink()
             .eqifs()
             .enumerate()
             .flat_map(move |(eqif, tx)| tx.tunnels().map(move |(dst, _)| (src, eqif, tx, dst)))

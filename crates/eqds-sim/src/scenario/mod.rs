@@ -9,7 +9,7 @@ mod overrides;
 mod retag;
 mod transport;
 
-pub use eqds::{EqdsMode, EqdsPolicy, EqdsSpec, EqifSpec, MAX_EQIFS};
+pub use eqds::{EqdsSpec, EqifSpec, MAX_EQIFS, SHARED_KEYS};
 pub use overrides::apply_override;
 pub use transport::{Coupling, TransportSpec};
 
@@ -273,7 +273,8 @@ impl Scenario {
         retag::retag_scenario(&mut shaped).map_err(err)?;
         let scenario: Scenario =
             serde_path_to_error::deserialize(Value::Table(shaped)).map_err(|e| {
-                let path = e.path().to_string();
+                // The shared keys of `[eqds]` sit a level down while they are read.
+                let path = e.path().to_string().replace(&format!(".{SHARED_KEYS}"), "");
                 let inner = e.into_inner().to_string();
                 // toml appends its own (pre-retag) key path; ours is more precise.
                 let inner = match inner.rsplit_once("\nin `") {

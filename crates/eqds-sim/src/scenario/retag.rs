@@ -6,6 +6,8 @@
 //! `{ fat_tree = { k = 16 } }` first; serde then reports full paths such as
 //! `topology.fat_tree.k`. A single `[workload]` table also becomes a one-entry list.
 
+use super::SHARED_KEYS;
+use eqds_proto::config::EqdsTable;
 use toml::{Table, Value};
 
 /// Retags every `kind`-tagged table of a scenario in place.
@@ -20,6 +22,9 @@ pub fn retag_scenario(doc: &mut Table) -> Result<(), String> {
             }
         }
     }
+    if let Some(Value::Table(e)) = doc.get_mut("eqds") {
+        split_shared_eqds_keys(e)?;
+    }
     if let Some(w) = doc.get_mut("workload") {
         if let Value::Table(_) = w {
             *w = Value::Array(vec![w.clone()]);
@@ -30,6 +35,22 @@ pub fn retag_scenario(doc: &mut Table) -> Result<(), String> {
             }
         }
     }
+    Ok(())
+}
+
+/// Moves the keys of `[eqds]` that the daemon's configuration has too into a table
+/// of their own under [`SHARED_KEYS`], where `EqdsSpec` reads them as
+/// `eqds_proto`'s `EqdsTable`: both tables then refuse unknown keys, and the loader
+/// drops the extra level from the paths in its errors.
+fn split_shared_eqds_keys(eqds: &mut Table) -> Result<(), String> {
+    if eqds.contains_key(SHARED_KEYS) {
+        return Err(format!("eqds.{SHARED_KEYS}: unknown key"));
+    }
+    let shared: Table = EqdsTable::KEYS
+        .iter()
+        .filter_map(|&k| eqds.remove(k).map(|v| (k.to_string(), v)))
+        .collect();
+    eqds.insert(SHARED_KEYS.into(), Value::Table(shared));
     Ok(())
 }
 

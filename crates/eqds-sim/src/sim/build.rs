@@ -168,18 +168,18 @@ fn build_eqds(
 ) -> Result<(), String> {
     let mtu = sc.transport.mtu.0 as u32;
     let rates = &credit.rates;
-    let fastest = rates.iter().copied().max().unwrap_or(0);
     let uses_eqds = sc.eqds.enabled || flows.iter().any(|f| f.protocol == Protocol::Eqds);
     if uses_eqds {
-        let mut settings = EqdsSettings::resolve(&sc.eqds, mtu, world.net.path_count(), credit.bdp);
-        settings.path_stats = sc.output.paths_csv;
-        // With NICs of several rates, a window sized for the fastest would keep
-        // several BDPs of a slower receiver in flight, queued in the network.
-        if sc.eqds.window.is_none() && rates.iter().any(|&r| r != fastest) {
-            settings.tunnel_rtt = Some(credit.rtt);
-        }
+        let settings = EqdsSettings::resolve(
+            &sc.eqds,
+            mtu,
+            world.net.path_count(),
+            credit.bdp,
+            rates,
+            sc.output.paths_csv,
+        )?;
         let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
-        world.eqds = Some(Box::new(EqdsLayer::new(settings, rates, &seeds)));
+        world.eqds = Some(Box::new(EqdsLayer::new(settings, rates, &seeds, credit.rtt)));
     } else if sc.output.paths_csv {
         return Err(
             "output.paths_csv: no host runs EQDS (set eqds.enabled = true, or \

@@ -67,11 +67,11 @@ impl Simulation {
         Some(serde_json::json!({
             // The window as resolved (the default depends on the topology); with
             // per-tunnel windows (NICs of several rates) the fastest host's.
-            "window_packets": eqds.settings.window_packets,
-            "per_tunnel_windows": eqds.settings.tunnel_rtt.is_some(),
+            "window_packets": eqds.settings.config.window,
+            "per_tunnel_windows": eqds.settings.per_tunnel_windows,
             "packets": eqds.counters,
             "tunnels": eqds.tunnel_totals(),
-            "peak_in_flight_bytes_per_host": eqds.hosts.iter().map(|h| h.tx.peak_in_flight_bytes()).max(),
+            "peak_in_flight_bytes_per_host": eqds.hosts.iter().map(|h| h.host.uplink().peak_in_flight_bytes()).max(),
         }))
     }
 

@@ -7,14 +7,12 @@
 //! of those two needs the other's insides.
 
 mod pull_pacer;
-mod timers;
 
 pub use pull_pacer::PullPacer;
 
-use timers::Timers;
 
-use crate::engine::{Event, EventQueue, SimRng};
-use crate::eqds::{EqdsLayer, Writer};
+use crate::engine::{Event, EventQueue, SimRng, Timers};
+use crate::eqds::{EqdsLayer, HostIo, Writer};
 use crate::flow::FlowRecord;
 use crate::ids::{EndpointId, FlowId, HostId, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
@@ -35,7 +33,7 @@ pub struct World {
     pub completed: Vec<FlowId>,
     /// One pull queue per host, for receiver-driven transports.
     pub pacers: Vec<PullPacer>,
-    /// EQDS on every host, if the scenario uses it. Taken out while it runs.
+    /// EQDS on every host, if the scenario uses it.
     pub eqds: Option<Box<EqdsLayer>>,
 }
 
@@ -103,6 +101,64 @@ impl World {
             rng: &mut self.rng,
         };
         (&mut self.net, ctx)
+    }
+
+    /// The EQDS layer, and apart from it the rest of the world it works with.
+    ///
+    /// # Panics
+    /// If no host runs EQDS: the EQDS entry points are reached only when one does.
+    #[inline]
+    fn eqds_io(&mut self) -> (&mut EqdsLayer, HostIo<'_>) {
+        let World {
+            net,
+            pkts,
+            events,
+            rng,
+            flows,
+            timers,
+            eqds,
+            ..
+        } = self;
+        let eqds = eqds
+            .as_deref_mut()
+            .expect("EQDS entry points run only when the layer exists");
+        let io = HostIo {
+            net,
+            pkts,
+            events,
+            rng,
+            timers,
+            flows,
+        };
+        (eqds, io)
+    }
+
+    /// Hands an inner packet to its source host's EQDS (see [`EqdsLayer::write`]).
+    /// Returns whether it was accepted.
+    pub fn eqds_write(&mut self, now: Time, pkt: Packet, writer: Writer) -> bool {
+        let (eqds, mut io) = self.eqds_io();
+        eqds.write(now, pkt, writer, &mut io)
+    }
+
+    /// Whether a transport on `host` should hold new data for `dst` (see
+    /// [`EqdsLayer::hold`]). Always false when EQDS does not tunnel transports.
+    pub fn eqds_hold(&mut self, host: HostId, dst: HostId, ep: EndpointId) -> bool {
+        let Some(eqds) = self.eqds.as_deref_mut() else {
+            return false;
+        };
+        eqds.hold(host, dst, ep, &self.flows)
+    }
+
+    /// An EQDS packet reached `host`.
+    pub fn eqds_arrive(&mut self, now: Time, host: HostId, pkt: PacketId) {
+        let (eqds, mut io) = self.eqds_io();
+        eqds.arrive(now, host, pkt, &mut io);
+    }
+
+    /// The host's EQDS timer event fired.
+    pub fn eqds_timer(&mut self, now: Time, host: HostId) {
+        let (eqds, mut io) = self.eqds_io();
+        eqds.timer(now, host, &mut io);
     }
 
     /// Queues endpoint `ep` on `host`'s pull pacer.
