@@ -264,6 +264,7 @@ impl<P: Clone> Host<P> {
     /// pure transport ACK (`pure_ack`) goes ahead of waiting data when `acks_first`
     /// is on. On error the payload comes back: the send queue is full, or the packet
     /// does not fit the MTU.
+    #[inline]
     pub fn handle_write(
         &mut self,
         now: Time,
@@ -305,6 +306,7 @@ impl<P: Clone> Host<P> {
     /// header. Refused, with the payload handed back, when its sender id names no
     /// EQIF peers have. Then drain [`Host::poll_deliver`] and
     /// [`Host::poll_discarded`].
+    #[inline]
     pub fn handle_data(
         &mut self,
         now: Time,
@@ -330,6 +332,7 @@ impl<P: Clone> Host<P> {
     /// A control packet (ACK, NACK, PULL, RST) from `src` for one of the sending
     /// EQIFs, which took `wire_len` bytes of the access link. Then drain
     /// [`Host::poll_acked`].
+    #[inline]
     pub fn handle_control(
         &mut self,
         now: Time,
@@ -346,6 +349,7 @@ impl<P: Clone> Host<P> {
 
     /// A header of ours that a switch trimmed and returned: the packet to `dst` is to
     /// be resent.
+    #[inline]
     pub fn handle_returned(&mut self, now: Time, dst: PeerId, header: &DataHeader) {
         self.tx.handle_returned(now, dst, header);
     }
@@ -393,31 +397,44 @@ impl<P: Clone> Host<P> {
     /// Runs the timers due at `now`: the PULL pacer and deferred ACKs always, and the
     /// retransmit, credit-loss and reorder-hole timers when the earliest of them may
     /// be due. Then drain the `poll_*` queues.
+    #[inline]
     pub fn handle_timeout(&mut self, now: Time) {
         self.rx.handle_pull_timeout(now);
         if now >= self.slow_due {
-            self.tx.handle_timeout(now);
-            self.rx.handle_timeout(now);
-            // Handled: the next `poll_timeout` rescans.
-            self.slow_due = Time::MAX;
+            self.handle_slow_timeouts(now);
         }
+    }
+
+    /// The retransmit, credit-loss and reorder-hole timers due at `now`.
+    fn handle_slow_timeouts(&mut self, now: Time) {
+        self.tx.handle_timeout(now);
+        self.rx.handle_timeout(now);
+        // Handled: the next `poll_timeout` rescans.
+        self.slow_due = Time::MAX;
     }
 
     /// When [`Host::handle_timeout`] next has work, as of `now`. Cheap on most calls;
     /// see "Timers at scale".
+    #[inline]
     pub fn poll_timeout(&mut self, now: Time) -> Option<Time> {
         if now.saturating_add(self.slack) < self.slow_due {
-            let scan = [self.tx.poll_timeout(), self.rx.poll_hole_timeout()]
-                .into_iter()
-                .flatten()
-                .min();
-            self.slow_due = scan.unwrap_or(now.saturating_add(self.slack));
+            self.scan_slow_timers(now);
         }
         let next = self
             .rx
             .poll_pull_timeout()
             .map_or(self.slow_due, |t| t.min(self.slow_due));
         (next != Time::MAX).then_some(next)
+    }
+
+    /// Finds the earliest slow timer by scanning every tunnel (see "Timers at
+    /// scale"); with none, looks again `slack` from now.
+    fn scan_slow_timers(&mut self, now: Time) {
+        let scan = [self.tx.poll_timeout(), self.rx.poll_hole_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        self.slow_due = scan.unwrap_or(now.saturating_add(self.slack));
     }
 
     /// Forgets everything kept for `peer`, unilaterally, for a caller that gives its

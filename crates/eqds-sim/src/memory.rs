@@ -16,12 +16,12 @@
 //! above the peak of a run, within a small factor for large runs; for small ones
 //! the fixed cost of the process dominates.
 
-use eqds_proto::config::EqdsConfig;
 use crate::flow::Protocol;
 use crate::net::queue::QueueSpec;
 use crate::scenario::{Loaded, Scenario};
 use crate::units::{self, Time, SEC};
 use crate::workload::{FlowSizeCdf, WorkloadSpec};
+use eqds_proto::config::EqdsConfig;
 use std::fmt;
 
 /// The process before any scenario: code, allocator, the event queue's ring.

@@ -106,8 +106,12 @@ mod table {
             "policy" => "\"fifo\"",
             "ecn_max_p" | "pull_rate" => "0.5",
             "acks_first" | "pace_control" | "thin_stream_credit" | "path_stats" => "true",
-            "rto" | "credit_loss_timeout" | "ack_delay" | "reorder_timeout"
-            | "path_avoidance" | "loss_reorder_window" => "\"1us\"",
+            "rto"
+            | "credit_loss_timeout"
+            | "ack_delay"
+            | "reorder_timeout"
+            | "path_avoidance"
+            | "loss_reorder_window" => "\"1us\"",
             _ => "1",
         };
         let text: String = EqdsTable::KEYS

@@ -206,3 +206,12 @@ fn slow_timers_are_found_without_a_scan_per_call() {
     let (_, again) = host.poll_transmit(due).unwrap();
     assert!(again.payload.is_none());
 }
+
+/// A window beyond 32 bits saturates instead of wrapping to a small one (the
+/// longest round trip and fastest rate a scenario allows).
+#[test]
+fn bdp_saturates() {
+    let day = 86_400 * PS_PER_SEC;
+    assert_eq!(bdp_packets(day, 1_000_000_000_000_000, 64), u32::MAX);
+    assert_eq!(bdp_packets(12 * PS_PER_US, 10_000_000_000, 1500), 10);
+}

@@ -106,7 +106,13 @@ impl EqdsLayer {
     /// backpressure, as Linux's TCP small queues hold a socket whose packets wait in
     /// the qdisc). If so, endpoint `ep` is woken through its timer once the queue
     /// has drained to half. Always false when EQDS does not tunnel transports.
-    pub fn hold(&mut self, host: HostId, dst: HostId, ep: EndpointId, flows: &[FlowRecord]) -> bool {
+    pub fn hold(
+        &mut self,
+        host: HostId,
+        dst: HostId,
+        ep: EndpointId,
+        flows: &[FlowRecord],
+    ) -> bool {
         if !self.settings.tunnel_all || !self.settings.backpressure {
             return false;
         }
@@ -181,7 +187,8 @@ impl EqdsLayer {
                 io.pkts.free(id);
                 while let Some((_, acked)) = h.poll_acked() {
                     let inner = *io.pkts.get(acked.payload);
-                    if let (Some(rtt), Some(f)) = (acked.rtt, io.flows.get_mut(inner.flow as usize)) {
+                    if let (Some(rtt), Some(f)) = (acked.rtt, io.flows.get_mut(inner.flow as usize))
+                    {
                         f.record_rtt(rtt);
                     }
                     io.pkts.free(acked.payload);
@@ -203,7 +210,13 @@ impl EqdsLayer {
         h.timer_queued = Time::MAX;
         h.host.handle_timeout(now);
         while let Some(d) = h.host.poll_deliver(now) {
-            release(&mut self.delivered, d.payload, &self.tags, overhead, io.pkts);
+            release(
+                &mut self.delivered,
+                d.payload,
+                &self.tags,
+                overhead,
+                io.pkts,
+            );
         }
         self.pump(now, host, io);
     }

@@ -179,7 +179,9 @@ fn build_eqds(
             sc.output.paths_csv,
         )?;
         let seeds: Vec<u64> = rates.iter().map(|_| world.rng.random()).collect();
-        world.eqds = Some(Box::new(EqdsLayer::new(settings, rates, &seeds, credit.rtt)));
+        world.eqds = Some(Box::new(EqdsLayer::new(
+            settings, rates, &seeds, credit.rtt,
+        )));
     } else if sc.output.paths_csv {
         return Err(
             "output.paths_csv: no host runs EQDS (set eqds.enabled = true, or \

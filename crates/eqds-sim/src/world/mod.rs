@@ -10,7 +10,6 @@ mod pull_pacer;
 
 pub use pull_pacer::PullPacer;
 
-
 use crate::engine::{Event, EventQueue, SimRng, Timers};
 use crate::eqds::{EqdsLayer, HostIo, Writer};
 use crate::flow::FlowRecord;
