@@ -24,6 +24,7 @@ pub use table::EqdsTable;
 use crate::receiver::Policy;
 use crate::sender::Mode;
 use crate::time::{Time, PS_PER_MS, PS_PER_SEC, PS_PER_US};
+use crate::units::format_time;
 
 /// Largest credit window, initial window and demand lookahead, in packets: a tunnel
 /// numbers its first window inside one 1024-packet epoch block (Appendix A).
@@ -310,16 +311,25 @@ impl EqdsConfig {
         if self.loss_reorder_window >= self.rto {
             return Err(ConfigError::new(
                 "loss_reorder_window",
-                "must be below rto: it finds losses sooner than the timeout, or not at all",
+                format!(
+                    "must be below rto ({}), got {}: it finds losses sooner than the \
+                     timeout, or not at all",
+                    format_time(self.rto),
+                    format_time(self.loss_reorder_window)
+                ),
             ));
         }
         if self.reorder_timeout <= 3 * self.rto {
             return Err(ConfigError::new(
                 "reorder_timeout",
-                "must exceed 3 x rto: repairing a loss takes a retransmit timeout, a \
-                 credit-loss timeout of the same length and a round trip, and a hole \
-                 skipped sooner releases the packets behind it before the resend, which \
-                 then reaches the transport out of order",
+                format!(
+                    "must exceed 3 x rto ({}), got {}: repairing a loss takes a \
+                     retransmit timeout, a credit-loss timeout of the same length and a \
+                     round trip, and a hole skipped sooner releases the packets behind it \
+                     before the resend, which then reaches the transport out of order",
+                    format_time(self.rto),
+                    format_time(self.reorder_timeout)
+                ),
             ));
         }
         if !(1..=64).contains(&self.ack_coalesce) {

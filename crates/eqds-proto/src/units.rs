@@ -146,6 +146,17 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     check_bytes(scaled(num, scale, "size", s)?, s)
 }
 
+/// A duration in picoseconds as a file would spell it, in the largest unit that
+/// keeps it whole: `"2ms"`, `"350us"`, `"1500ps"`.
+pub fn format_time(ps: Time) -> String {
+    for (unit, scale) in [("s", SEC), ("ms", MS), ("us", US), ("ns", NS)] {
+        if ps >= scale && ps % scale == 0 {
+            return format!("{}{unit}", ps / scale);
+        }
+    }
+    format!("{ps}ps")
+}
+
 #[cfg(feature = "config")]
 pub mod value;
 
@@ -172,5 +183,12 @@ mod tests {
         assert!(parse_rate("-1Gbps").is_err());
         assert!(parse_time("0.5ps").is_err());
         assert!(parse_bytes("1e30GB").is_err());
+    }
+
+    #[test]
+    fn formats_times_as_files_spell_them() {
+        for t in ["2ms", "350us", "1s", "1500ps", "0ps", "7ns"] {
+            assert_eq!(format_time(parse_time(t).unwrap()), t);
+        }
     }
 }
