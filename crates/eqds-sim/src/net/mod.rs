@@ -2,6 +2,7 @@
 //! topologies that wire them together.
 
 pub mod packet;
+pub mod pfc;
 pub mod port;
 pub mod queue;
 pub mod switch;
