@@ -1,0 +1,15 @@
+//! Priority flow control (IEEE 802.1Qbb) as the DCQCN paper uses it (§2, §4): what a
+//! lossless class needs from switches and NICs.
+//!
+//! - [`thresholds`]: headroom per (port, priority), the shared buffer's static and
+//!   dynamic PAUSE thresholds, and the largest ECN threshold that marks first (§4).
+//! - [`pause`]: PAUSE and RESUME frames: the ingress side that sends them as its
+//!   counter crosses the thresholds (XOFF/XON, or pause quanta with refresh), and
+//!   the egress side that stops a priority while paused and counts the time.
+//! - [`deadlock`]: a cycle of paused links, named port by port.
+
+pub mod deadlock;
+pub mod pause;
+pub mod thresholds;
+
+pub use thresholds::{headroom_bytes, HeadroomInputs, SharedBuffer};
