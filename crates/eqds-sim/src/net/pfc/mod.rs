@@ -7,9 +7,12 @@
 //!   counter crosses the thresholds (XOFF/XON, or pause quanta with refresh), and
 //!   the egress side that stops a priority while paused and counts the time.
 //! - [`deadlock`]: a cycle of paused links, named port by port.
+//! - [`watchdog`]: the PFC watchdog switch operating systems ship: a queue paused too
+//!   long drops or forwards for a restoration time.
 
 pub mod deadlock;
 pub mod pause;
 pub mod thresholds;
+pub mod watchdog;
 
 pub use thresholds::{headroom_bytes, HeadroomInputs, SharedBuffer};
