@@ -74,6 +74,9 @@ fn write_results(
             .map_err(|e| io("paths.csv", e))?;
     }
     let mut summary = output::summary(loaded, net, flows, &stats, warmup);
+    if let Some(pfc) = output::pfc_summary(net, stats.end_time) {
+        summary["pfc"] = pfc;
+    }
     if let Some(eqds) = sim.eqds_summary() {
         summary["eqds"] = eqds;
     }

@@ -41,6 +41,20 @@ pub enum Event {
     /// The node is the far end's, so that handling the arrival never reads the port
     /// the packet came from.
     Arrive { at: Node, pkt: PacketId },
+    /// A packet reaches the far end of `port`'s link, a switch that charges it to its
+    /// ingress for PFC (used instead of `Arrive` on such links).
+    ArriveFrom { port: PortId, pkt: PacketId },
+    /// A PFC PAUSE (or RESUME, 0 quanta) for `priority` reaches the sending end of
+    /// `port`'s link.
+    PfcFrame {
+        port: PortId,
+        priority: u8,
+        quanta: u16,
+    },
+    /// A PFC timer of `port`: a pause expiring, a PAUSE to refresh, the watchdog.
+    PfcTimer { port: PortId },
+    /// Search the paused links for a deadlock.
+    PfcScan,
     /// A transport endpoint's timer may be due (see `transport::timers`).
     Timer { endpoint: EndpointId },
     /// A host's pull pacer may release its next PULL.

@@ -42,6 +42,10 @@ pub struct Network {
     pub tier_names: Vec<&'static str>,
     /// Hosts under each ToR (leaf), for "exclude same rack" workloads.
     pub hosts_per_rack: u32,
+    /// Per port, the port at the other end of its link (the way back).
+    pub reverse: Vec<PortId>,
+    /// Priority flow control, if the scenario turns it on (`pfc::fabric`).
+    pub pfc: Option<Box<pfc::fabric::PfcFabric>>,
 }
 
 impl Network {
@@ -99,6 +103,9 @@ impl Network {
     pub fn tx_done(&mut self, port: PortId, ctx: &mut PortCtx) {
         let queue = &mut *self.queues[port as usize];
         self.ports[port as usize].on_tx_done(queue, port, ctx);
+        if self.pfc.is_some() {
+            self.after_transmit(port, ctx);
+        }
     }
 
     /// The rack (ToR) a host sits under.
@@ -219,6 +226,8 @@ impl NetworkBuilder {
                 load_balancing,
                 tier_names: Vec::new(),
                 hosts_per_rack: 1,
+                reverse: Vec::new(),
+                pfc: None,
             },
             host_queue,
             switch_queue,
@@ -235,6 +244,7 @@ impl NetworkBuilder {
 
     fn push_port(&mut self, owner: Node, queue: Box<dyn queue::QueueDiscipline>) -> PortId {
         let bypass_idle = queue.bypass_when_idle();
+        let notify_departures = queue.wants_departures();
         self.net.ports.push(Port {
             rate_bps: 1,
             latency: 0,
@@ -244,9 +254,14 @@ impl NetworkBuilder {
             busy_until: 0,
             tx_done_pending: false,
             bypass_idle,
+            notify_departures,
+            paused: 0,
+            pfc_flags: 0,
+            last_tx: PacketId::MAX,
             stats: Default::default(),
         });
         self.net.queues.push(queue);
+        self.net.reverse.push(PortId::MAX);
         (self.net.ports.len() - 1) as PortId
     }
 
@@ -351,6 +366,8 @@ impl NetworkBuilder {
         pb.rate_bps = spec.rate_bps;
         pb.latency = lat_ba;
         pb.tier = tb;
+        self.net.reverse[a as usize] = b;
+        self.net.reverse[b as usize] = a;
     }
 
     pub fn finish(mut self, hosts_per_rack: u32) -> Network {

@@ -33,7 +33,27 @@ pub struct Port {
     pub tx_done_pending: bool,
     /// The discipline lets an idle port skip it (see `QueueDiscipline::bypass_when_idle`).
     pub bypass_idle: bool,
+    /// The discipline asked to see each packet as it leaves (marking at dequeue).
+    pub notify_departures: bool,
+    /// PFC: priorities (bit `p` for priority `p`) the far end has paused; the port
+    /// starts no packet of them.
+    pub paused: u8,
+    /// PFC bookkeeping this port does as it transmits ([`pfc_flags`]).
+    pub pfc_flags: u8,
+    /// The packet this port last started, kept for PFC's accounting when
+    /// [`pfc_flags::RECORD_TX`] is set (`u32::MAX`: taken).
+    pub last_tx: PacketId,
     pub stats: PortStats,
+}
+
+/// What a port does for PFC as it transmits.
+pub mod pfc_flags {
+    /// The far end is a switch that charges arrivals to their ingress: arrivals
+    /// carry this port (`Event::ArriveFrom`), the far end's ingress is its reverse.
+    pub const ARRIVE_FROM: u8 = 1 << 0;
+    /// The port is a switch's: remember the packet started, so that PFC can take it
+    /// off its ingress counter (`Port::take_last_tx`).
+    pub const RECORD_TX: u8 = 1 << 1;
 }
 
 /// Borrowed pieces of the world a port needs to move a packet.
@@ -57,9 +77,13 @@ impl Port {
     ) -> Option<PacketId> {
         // No TxDone pending means nothing is waiting: with an idle transmitter the
         // packet goes straight onto the wire, as the discipline would have sent it.
-        if self.bypass_idle && !self.tx_done_pending && self.busy_until <= ctx.now {
+        if self.bypass_idle
+            && self.paused == 0
+            && !self.tx_done_pending
+            && self.busy_until <= ctx.now
+        {
             let size = ctx.pkts.get(pkt).size;
-            self.transmit(pkt, size, ctx);
+            self.transmit(id, pkt, size, ctx);
             return None;
         }
         let mut qctx = QueueCtx {
@@ -108,11 +132,45 @@ impl Port {
         self.start_next(queue, id, ctx);
     }
 
+    /// PFC released a priority: if the transmitter is idle and nothing is scheduled,
+    /// the next packet goes (the discipline picks among what may go now).
+    pub fn kick(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
+        if self.tx_done_pending || queue.backlog_packets() == 0 {
+            return;
+        }
+        if self.busy_until <= ctx.now {
+            self.start_next(queue, id, ctx);
+        } else {
+            ctx.events.push(self.busy_until, Event::TxDone { port: id });
+            self.tx_done_pending = true;
+        }
+    }
+
+    /// The packet started since the last call, if PFC asked to record it.
+    #[inline]
+    pub fn take_last_tx(&mut self) -> Option<PacketId> {
+        let p = std::mem::replace(&mut self.last_tx, PacketId::MAX);
+        (p != PacketId::MAX).then_some(p)
+    }
+
     /// Puts the next waiting packet on the wire, scheduling its arrival and, if more
-    /// are waiting, the end of its serialisation.
+    /// are waiting, the end of its serialisation. Priorities PFC paused wait.
     fn start_next(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
-        if let Some((pkt, size)) = queue.dequeue() {
-            self.transmit(pkt, size, ctx);
+        let next = if self.paused == 0 {
+            queue.dequeue()
+        } else {
+            queue.dequeue_unpaused(self.paused)
+        };
+        if let Some((pkt, size)) = next {
+            if self.notify_departures {
+                let mut qctx = QueueCtx {
+                    pkts: ctx.pkts,
+                    rng: ctx.rng,
+                    stats: &mut self.stats,
+                };
+                queue.departed(pkt, &mut qctx);
+            }
+            self.transmit(id, pkt, size, ctx);
             if queue.backlog_packets() > 0 {
                 self.stats.max_backlog_bytes =
                     self.stats.max_backlog_bytes.max(queue.backlog_bytes());
@@ -124,13 +182,22 @@ impl Port {
 
     /// Starts serialising `pkt` now. The caller schedules the next `TxDone` if more
     /// packets wait (the idle fast path knows none do without asking the queue).
-    fn transmit(&mut self, pkt: PacketId, size: u32, ctx: &mut PortCtx) {
+    fn transmit(&mut self, id: PortId, pkt: PacketId, size: u32, ctx: &mut PortCtx) {
         self.busy_until = ctx.now + serialisation_time(size, self.rate_bps);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += size as u64;
-        ctx.events.push(
-            self.busy_until + self.latency,
-            Event::Arrive { at: self.peer, pkt },
-        );
+        let arrive = if self.pfc_flags == 0 {
+            Event::Arrive { at: self.peer, pkt }
+        } else {
+            if self.pfc_flags & pfc_flags::RECORD_TX != 0 {
+                self.last_tx = pkt;
+            }
+            if self.pfc_flags & pfc_flags::ARRIVE_FROM != 0 {
+                Event::ArriveFrom { port: id, pkt }
+            } else {
+                Event::Arrive { at: self.peer, pkt }
+            }
+        };
+        ctx.events.push(self.busy_until + self.latency, arrive);
     }
 }

@@ -146,17 +146,32 @@ pub fn write_paths_csv(path: &Path, eqds: &EqdsLayer) -> std::io::Result<()> {
 
 pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
-    writeln!(
+    write!(
         out,
         "port,tier,owner,peer,rate_bps,tx_packets,tx_bytes,utilisation,drops,dropped_bytes,marks,trims,returns,max_backlog_bytes"
     )?;
+    let pfc = net.pfc.as_deref();
+    if pfc.is_some() {
+        // PFC's columns, only in runs with PFC so that other runs' files stay as
+        // they were. Sent/received count frames on this port's link: sent up it by
+        // this port's device as the link's receiving end, received by it as the
+        // sending end; paused_us is how long its lossless priorities could not send.
+        writeln!(
+            out,
+            ",pause_sent,resume_sent,pause_received,paused_us,headroom_bytes,\
+             max_ingress_bytes,max_headroom_bytes,headroom_drops,lossless_drops,\
+             watchdog_drops,storms"
+        )?;
+    } else {
+        writeln!(out)?;
+    }
     let node = |n: crate::ids::Node| match n {
         crate::ids::Node::Host(h) => format!("h{h}"),
         crate::ids::Node::Switch(s) => format!("s{s}"),
     };
     for (id, p) in net.ports.iter().enumerate() {
         let s = &p.stats;
-        writeln!(
+        write!(
             out,
             "{id},{},{},{},{},{},{},{:.6},{},{},{},{},{},{}",
             net.tier_names[p.tier as usize],
@@ -173,8 +188,93 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
             s.returns,
             s.max_backlog_bytes
         )?;
+        match pfc {
+            Some(pfc) => {
+                let f = pfc.port_stats(end, id as u32);
+                writeln!(
+                    out,
+                    ",{},{},{},{:.3},{},{},{},{},{},{},{}",
+                    f.frames.pause_sent,
+                    f.frames.resume_sent,
+                    f.frames.pause_received,
+                    f.frames.paused_time as f64 / crate::units::US as f64,
+                    f.headroom_bytes,
+                    f.max_ingress_bytes,
+                    f.max_headroom_bytes,
+                    f.headroom_drops,
+                    f.lossless_drops,
+                    f.watchdog_drops,
+                    f.storms
+                )?;
+            }
+            None => writeln!(out)?,
+        }
     }
     out.flush()
+}
+
+/// PFC's part of the summary: frames, time paused and drops per link tier and per
+/// switch, the invariants' counters, thresholds, and any deadlock found.
+pub fn pfc_summary(net: &Network, end: Time) -> Option<Value> {
+    let pfc = net.pfc.as_deref()?;
+    let stats: Vec<_> = (0..net.ports.len() as u32)
+        .map(|p| pfc.port_stats(end, p))
+        .collect();
+    let mut tiers = serde_json::Map::new();
+    for (t, name) in net.tier_names.iter().enumerate() {
+        let of_tier = || {
+            net.ports
+                .iter()
+                .zip(&stats)
+                .filter(move |(p, _)| p.tier as usize == t)
+                .map(|(_, s)| s)
+        };
+        tiers.insert(
+            name.to_string(),
+            json!({
+                // Frames sent by the far end of these links to stop their senders.
+                "pause_received": of_tier().map(|s| s.frames.pause_received).sum::<u64>(),
+                "paused_us_total": of_tier().map(|s| s.frames.paused_time).sum::<u64>() as f64 / crate::units::US as f64,
+                "paused_us_max": of_tier().map(|s| s.frames.paused_time).max().unwrap_or(0) as f64 / crate::units::US as f64,
+            }),
+        );
+    }
+    let per_switch: Vec<Value> = net
+        .switches
+        .iter()
+        .zip(pfc.max_buffer_used())
+        .zip(pfc.thresholds())
+        .map(|((sw, used), (xoff, xon))| {
+            let ports = sw.first_down as usize..(sw.first_up + sw.n_up) as usize;
+            json!({
+                "pause_sent": stats[ports.clone()].iter().map(|s| s.frames.pause_sent).sum::<u64>(),
+                "resume_sent": stats[ports.clone()].iter().map(|s| s.frames.resume_sent).sum::<u64>(),
+                "max_shared_bytes": used,
+                "xoff_empty_bytes": xoff,
+                "xon_empty_bytes": xon,
+                "headroom_bytes": stats[ports].iter().map(|s| s.headroom_bytes).max().unwrap_or(0),
+            })
+        })
+        .collect();
+    let sum =
+        |f: fn(&crate::net::pfc::fabric::PortPfcStats) -> u64| stats.iter().map(f).sum::<u64>();
+    Some(json!({
+        "pause_sent": sum(|s| s.frames.pause_sent),
+        "resume_sent": sum(|s| s.frames.resume_sent),
+        "pause_received": sum(|s| s.frames.pause_received),
+        "host_paused_us_total": stats[..net.n_hosts as usize].iter().map(|s| s.frames.paused_time).sum::<u64>() as f64 / crate::units::US as f64,
+        "headroom_drops": sum(|s| s.headroom_drops),
+        "lossless_drops": sum(|s| s.lossless_drops),
+        "watchdog_drops": sum(|s| s.watchdog_drops),
+        "storms": sum(|s| s.storms),
+        "max_headroom_used_bytes": stats.iter().map(|s| s.max_headroom_bytes).max().unwrap_or(0),
+        "links": tiers,
+        "switches": per_switch,
+        "deadlocks": pfc.deadlocks.iter().map(|d| json!({
+            "since_ps": d.since,
+            "ports": d.ports,
+        })).collect::<Vec<_>>(),
+    }))
 }
 
 fn utilisation(tx_bytes: u64, rate_bps: u64, end: Time) -> f64 {

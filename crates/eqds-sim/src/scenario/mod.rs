@@ -6,11 +6,13 @@
 
 mod eqds;
 mod overrides;
+mod pfc;
 mod retag;
 mod transport;
 
 pub use eqds::{EqdsSpec, EqifSpec, MAX_EQIFS, SHARED_KEYS};
 pub use overrides::apply_override;
+pub use pfc::{PfcSpec, WatchdogSpec};
 pub use transport::{Coupling, TransportSpec};
 
 use crate::net::queue::QueueSpec;
@@ -49,6 +51,9 @@ pub struct Scenario {
     pub transport: TransportSpec,
     #[serde(default)]
     pub eqds: EqdsSpec,
+    /// Priority flow control on every switch and NIC (off by default).
+    #[serde(default)]
+    pub pfc: PfcSpec,
     /// `[workload]` for one workload or `[[workload]]` for several.
     pub workload: Vec<WorkloadSpec>,
     pub stop: StopSpec,
@@ -353,6 +358,14 @@ impl Scenario {
         self.eqds
             .validate(self.transport.mtu.0, self.transport.header.0)
             .map_err(|e| format!("eqds.{e}"))?;
+        if let Some(pfc) = self
+            .pfc
+            .resolve(self.transport.mtu.0 as u32, 1)
+            .map_err(|e| format!("pfc.{e}"))?
+        {
+            pfc::check_lossless_queue(&self.switch.queue, pfc.lossless, "switch.queue")?;
+            pfc::check_lossless_queue(&self.host.queue, pfc.lossless, "host.queue")?;
+        }
         let n_hosts = self.topology.n_hosts() as u32;
         let workloads = self.workload.as_slice();
         if workloads.is_empty() {

@@ -84,6 +84,8 @@ impl Simulation {
             || follow_ups.iter().flatten().any(FollowUp::is_endless);
         let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;
 
+        let mut net = net;
+        build_pfc(sc, &mut net)?;
         let mut world = World::new(net, rng, flows.len());
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
@@ -116,6 +118,32 @@ impl Simulation {
             sampler,
         })
     }
+}
+
+/// PFC on every switch and NIC, if the scenario turns it on: thresholds and
+/// headroom worked out for this network, and the ports told what to record.
+fn build_pfc(sc: &Scenario, net: &mut Network) -> Result<(), String> {
+    let fastest = net.ports.iter().map(|p| p.rate_bps).max().unwrap_or(1);
+    let Some(settings) = sc
+        .pfc
+        .resolve(sc.transport.mtu.0 as u32, fastest)
+        .map_err(|e| format!("pfc.{e}"))?
+    else {
+        return Ok(());
+    };
+    let fabric = crate::net::pfc::fabric::PfcFabric::new(settings, net)?;
+    use crate::ids::Node;
+    use crate::net::port::pfc_flags;
+    for p in &mut net.ports {
+        if matches!(p.peer, Node::Switch(_)) {
+            p.pfc_flags |= pfc_flags::ARRIVE_FROM;
+        }
+        if matches!(p.owner, Node::Switch(_)) {
+            p.pfc_flags |= pfc_flags::RECORD_TX;
+        }
+    }
+    net.pfc = Some(Box::new(fabric));
+    Ok(())
 }
 
 /// Every workload's initial flows, tagged with the workload they come from, and per

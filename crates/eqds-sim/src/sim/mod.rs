@@ -15,7 +15,7 @@ pub use build::build_network;
 use crate::engine::Event;
 use crate::eqds::EqdsLayer;
 use crate::flow::{FlowRecord, FlowSpec};
-use crate::ids::{EndpointId, FlowId, HostId, Node};
+use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
 use crate::net::packet::flags;
 use crate::net::Network;
 use crate::transport::{Ctx, Endpoint};
@@ -190,36 +190,25 @@ impl Simulation {
     #[inline]
     fn dispatch(&mut self, now: Time, event: Event) -> std::io::Result<()> {
         match event {
-            Event::Arrive { at, pkt } => match at {
-                Node::Switch(s) => {
-                    let p = self.world.pkts.get(pkt);
-                    let out = self.world.net.switches[s as usize].route(
-                        p.dst,
-                        p.entropy,
-                        self.world.net.load_balancing,
-                    );
-                    self.world.enqueue(now, out, pkt);
-                }
-                Node::Host(host) if self.world.pkts.get(pkt).has(flags::EQDS) => {
-                    self.world.eqds_arrive(now, host, pkt);
-                    self.hand_over_eqds_deliveries(now);
-                }
-                Node::Host(_) => {
-                    let ep = self.world.pkts.get(pkt).dst_endpoint;
-                    match self.endpoints.get_mut(ep as usize).and_then(Option::as_mut) {
-                        Some(endpoint) => {
-                            let mut ctx = Ctx {
-                                now,
-                                me: ep,
-                                world: &mut self.world,
-                            };
-                            endpoint.on_packet(&mut ctx, pkt);
-                        }
-                        // The flow is over; late packets are simply consumed.
-                        None => self.world.pkts.free(pkt),
-                    }
-                }
-            },
+            Event::Arrive { at, pkt } => self.dispatch_arrival(now, at, pkt),
+            Event::ArriveFrom { port, pkt } => self.arrive_from(now, port, pkt),
+            Event::PfcFrame {
+                port,
+                priority,
+                quanta,
+            } => {
+                let (net, mut ctx) = self.world.ports(now);
+                let frame = crate::net::pfc::pause::PauseFrame { priority, quanta };
+                net.pfc_frame(port, frame, &mut ctx);
+            }
+            Event::PfcTimer { port } => {
+                let (net, mut ctx) = self.world.ports(now);
+                net.pfc_timer(port, &mut ctx);
+            }
+            Event::PfcScan => {
+                let (net, mut ctx) = self.world.ports(now);
+                net.pfc_scan(&mut ctx);
+            }
             Event::TxDone { port } => self.world.tx_done(now, port),
             Event::Timer { endpoint } => {
                 if self
@@ -249,6 +238,57 @@ impl Simulation {
             Event::Sample { series } => self.sampler.sample(now, series, &mut self.world)?,
         }
         Ok(())
+    }
+
+    /// A packet reached the far end of a link: a switch routes it on, a host's EQDS
+    /// or the endpoint it is for takes it.
+    #[inline(always)]
+    fn dispatch_arrival(&mut self, now: Time, at: Node, pkt: PacketId) {
+        match at {
+            Node::Switch(s) => {
+                let p = self.world.pkts.get(pkt);
+                let out = self.world.net.switches[s as usize].route(
+                    p.dst,
+                    p.entropy,
+                    self.world.net.load_balancing,
+                );
+                self.world.enqueue(now, out, pkt);
+            }
+            Node::Host(host) if self.world.pkts.get(pkt).has(flags::EQDS) => {
+                self.world.eqds_arrive(now, host, pkt);
+                self.hand_over_eqds_deliveries(now);
+            }
+            Node::Host(_) => {
+                let ep = self.world.pkts.get(pkt).dst_endpoint;
+                match self.endpoints.get_mut(ep as usize).and_then(Option::as_mut) {
+                    Some(endpoint) => {
+                        let mut ctx = Ctx {
+                            now,
+                            me: ep,
+                            world: &mut self.world,
+                        };
+                        endpoint.on_packet(&mut ctx, pkt);
+                    }
+                    // The flow is over; late packets are simply consumed.
+                    None => self.world.pkts.free(pkt),
+                }
+            }
+        }
+    }
+
+    /// A packet reached the far end of `port`'s link, a switch doing PFC: it is
+    /// routed and charged to the switch's port on that link.
+    fn arrive_from(&mut self, now: Time, port: PortId, pkt: PacketId) {
+        let net = &self.world.net;
+        let Node::Switch(s) = net.ports[port as usize].peer else {
+            // Only links into switches carry arrivals this way.
+            return self.dispatch_arrival(now, net.ports[port as usize].peer, pkt);
+        };
+        let p = self.world.pkts.get(pkt);
+        let out = net.switches[s as usize].route(p.dst, p.entropy, net.load_balancing);
+        let ingress = net.reverse[port as usize];
+        let (net, mut ctx) = self.world.ports(now);
+        net.enqueue_from(out, pkt, ingress, &mut ctx);
     }
 
     /// A flow starts: its endpoints are made (`endpoints.rs`) and its sender begins.

@@ -7,10 +7,12 @@
 //!   counter crosses the thresholds (XOFF/XON, or pause quanta with refresh), and
 //!   the egress side that stops a priority while paused and counts the time.
 //! - [`deadlock`]: a cycle of paused links, named port by port.
+//! - [`fabric`]: all of it at run time, wired into the network's ports.
 //! - [`watchdog`]: the PFC watchdog switch operating systems ship: a queue paused too
 //!   long drops or forwards for a restoration time.
 
 pub mod deadlock;
+pub mod fabric;
 pub mod pause;
 pub mod thresholds;
 pub mod watchdog;

@@ -67,10 +67,31 @@ pub trait QueueDiscipline {
     fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict;
     /// Takes the next packet to transmit, with its size in bytes.
     fn dequeue(&mut self) -> Option<(PacketId, u32)>;
+    /// Takes the next packet to transmit among those of priorities not in `paused`
+    /// (bit `p` for `Packet::class` `p`; PFC). The default, for disciplines that
+    /// keep every class in one queue, serves nothing while any priority is paused:
+    /// a packet of a paused priority at the head blocks those behind it, as in a
+    /// switch that maps every priority to one queue. Disciplines with a queue per
+    /// class ([`StrictPriority`]) pass over the paused ones.
+    fn dequeue_unpaused(&mut self, paused: u8) -> Option<(PacketId, u32)> {
+        if paused == 0 {
+            self.dequeue()
+        } else {
+            None
+        }
+    }
     /// Bytes waiting.
     fn backlog_bytes(&self) -> u64;
     /// Packets waiting.
     fn backlog_packets(&self) -> u32;
+    /// Whether the port must call [`QueueDiscipline::departed`] with each packet it
+    /// takes (default: no).
+    fn wants_departures(&self) -> bool {
+        false
+    }
+    /// The port took `pkt` (by `dequeue`) and starts sending it: a discipline that
+    /// marks at dequeue does it here, with the queue left behind the packet.
+    fn departed(&mut self, _pkt: PacketId, _ctx: &mut QueueCtx) {}
     /// True if a packet arriving at an empty queue and an idle transmitter would be
     /// sent untouched, so the port may skip the discipline (a fast path). Disciplines
     /// that keep state per packet (averages, per-flow accounting) return false.

@@ -24,6 +24,11 @@ pub struct RedParams {
     /// EWMA weight of the average queue; 1.0 uses the instantaneous queue.
     pub weight: f64,
     pub drop_non_ect: bool,
+    /// Mark as a packet leaves (judging the queue it leaves behind) rather than as it
+    /// arrives. The DCQCN paper marks arriving packets; its authors' ns-3 model, and
+    /// HPCC's after it, mark at dequeue, which tells the sender about the queue a
+    /// packet's time later. Dropping non-ECT packets still happens on arrival.
+    pub at_dequeue: bool,
 }
 
 /// RED marking in front of a drop-tail queue (which enforces the limit).
@@ -43,6 +48,25 @@ impl Red {
         }
     }
 
+    /// Updates the average with the backlog now and draws whether the queue is
+    /// congested: RED's decision for one packet.
+    fn judge(&mut self, ctx: &mut QueueCtx) -> bool {
+        let current = if self.params.in_packets {
+            self.tail.backlog_packets() as f64
+        } else {
+            self.tail.backlog_bytes() as f64
+        };
+        self.avg = if self.params.weight >= 1.0 {
+            current
+        } else {
+            (1.0 - self.params.weight) * self.avg + self.params.weight * current
+        };
+        let p = self.mark_probability();
+        // Draw only when the outcome is uncertain, so runs with step marking consume
+        // no randomness here.
+        p >= 1.0 || (p > 0.0 && ctx.rng.random::<f64>() < p)
+    }
+
     /// Probability of marking at the current average backlog.
     fn mark_probability(&self) -> f64 {
         let p = &self.params;
@@ -58,30 +82,31 @@ impl Red {
 
 impl QueueDiscipline for Red {
     fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict {
-        let current = if self.params.in_packets {
-            self.tail.backlog_packets() as f64
-        } else {
-            self.tail.backlog_bytes() as f64
-        };
-        self.avg = if self.params.weight >= 1.0 {
-            current
-        } else {
-            (1.0 - self.params.weight) * self.avg + self.params.weight * current
-        };
-        let p = self.mark_probability();
-        // Draw only when the outcome is uncertain, so runs with step marking consume
-        // no randomness here.
-        let congested = p >= 1.0 || (p > 0.0 && ctx.rng.random::<f64>() < p);
+        let congested = self.judge(ctx);
         let ect = ctx.pkts.get(pkt).has(flags::ECT);
         if congested && !ect && self.params.drop_non_ect {
             return Verdict::Dropped;
         }
         let verdict = self.tail.enqueue(pkt, ctx);
-        if congested && ect && verdict == Verdict::Queued {
+        if congested && ect && verdict == Verdict::Queued && !self.params.at_dequeue {
             ctx.pkts.get_mut(pkt).flags |= flags::CE;
             ctx.stats.marks += 1;
         }
         verdict
+    }
+
+    fn wants_departures(&self) -> bool {
+        self.params.at_dequeue
+    }
+
+    fn departed(&mut self, pkt: PacketId, ctx: &mut QueueCtx) {
+        if !ctx.pkts.get(pkt).has(flags::ECT) {
+            return;
+        }
+        if self.judge(ctx) {
+            ctx.pkts.get_mut(pkt).flags |= flags::CE;
+            ctx.stats.marks += 1;
+        }
     }
 
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
@@ -99,6 +124,72 @@ impl QueueDiscipline for Red {
     /// An empty queue is never marked if `min > 0`, but an averaged queue must see
     /// every arrival to decay its average.
     fn bypass_when_idle(&self) -> bool {
-        self.params.weight >= 1.0 && self.params.min > 0
+        self.params.weight >= 1.0 && self.params.min > 0 && !self.params.at_dequeue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::packet::{Packet, PacketSlab};
+    use crate::net::queue::PortStats;
+    use rand::SeedableRng;
+
+    /// Step marking at one waiting packet: at enqueue the arrivals that find one
+    /// ahead are marked; at dequeue the departures that leave one behind.
+    #[test]
+    fn marks_on_arrival_or_on_departure() {
+        for at_dequeue in [false, true] {
+            let params = RedParams {
+                min: 1,
+                max: 1,
+                p_max: 1.0,
+                in_packets: true,
+                weight: 1.0,
+                drop_non_ect: false,
+                at_dequeue,
+            };
+            let mut red = Red::new(Limit::UNLIMITED, params);
+            let mut pkts = PacketSlab::new();
+            let mut rng = crate::engine::SimRng::seed_from_u64(1);
+            let mut stats = PortStats::default();
+            let ids: Vec<_> = (0..3)
+                .map(|_| {
+                    pkts.alloc(Packet {
+                        size: 1000,
+                        flags: flags::ECT,
+                        ..Default::default()
+                    })
+                })
+                .collect();
+            for &id in &ids {
+                let mut ctx = QueueCtx {
+                    pkts: &mut pkts,
+                    rng: &mut rng,
+                    stats: &mut stats,
+                };
+                assert_eq!(red.enqueue(id, &mut ctx), Verdict::Queued);
+            }
+            assert_eq!(red.wants_departures(), at_dequeue);
+            let mut marked = Vec::new();
+            while let Some((id, _)) = red.dequeue() {
+                let mut ctx = QueueCtx {
+                    pkts: &mut pkts,
+                    rng: &mut rng,
+                    stats: &mut stats,
+                };
+                if red.wants_departures() {
+                    red.departed(id, &mut ctx);
+                }
+                marked.push(pkts.get(id).has(flags::CE));
+            }
+            let want = if at_dequeue {
+                [true, true, false] // 2 and then 1 left behind, then none
+            } else {
+                [false, true, true] // found 0, 1, 2 ahead
+            };
+            assert_eq!(marked, want, "at_dequeue = {at_dequeue}");
+            assert_eq!(stats.marks, 2);
+        }
     }
 }

@@ -56,6 +56,11 @@ pub enum QueueSpec {
         /// Drop (rather than let through) non-ECT packets when RED says "congested".
         #[serde(default)]
         drop_non_ect: bool,
+        /// `"enqueue"` (default: the arriving packet is marked, as the DCQCN paper
+        /// says) or `"dequeue"` (the departing one, judged by the queue behind it,
+        /// as DCQCN's and HPCC's ns-3 models do).
+        #[serde(default = "default_mark_at")]
+        mark_at: String,
     },
     /// Ideal per-flow fair queueing: deficit round robin between flows, and the
     /// longest flow loses a packet when the shared buffer is full.
@@ -122,6 +127,10 @@ fn yes() -> bool {
 
 /// WFQ credit per unit of weight and turn: one 1500 B packet.
 const WFQ_QUANTUM_BYTES: u64 = 1500;
+
+fn default_mark_at() -> String {
+    "enqueue".into()
+}
 
 fn one() -> f64 {
     1.0
@@ -198,6 +207,51 @@ impl QueueSpec {
         self.plan().map(|_| ())
     }
 
+    /// The queue packets of class `class` land in, and its key path below this one
+    /// (`.classes[i]` for strict priority).
+    pub fn class_for(&self, class: u8) -> (&QueueSpec, String) {
+        match self {
+            QueueSpec::StrictPriority { classes } if !classes.is_empty() => {
+                let i = usize::from(class).min(classes.len() - 1);
+                let (q, path) = classes[i].class_for(class);
+                (q, format!(".classes[{i}]{path}"))
+            }
+            q => (q, String::new()),
+        }
+    }
+
+    /// Why this queue may drop a packet by itself, if it may: a limit, dropping
+    /// instead of marking, trimming.
+    pub fn drops_on_its_own(&self) -> Option<&'static str> {
+        let limited = |p: &Option<u32>, b: &Option<Bytes>| p.is_some() || b.is_some();
+        match self {
+            QueueSpec::DropTail {
+                limit_packets,
+                limit_bytes,
+            }
+            | QueueSpec::Ecn {
+                limit_packets,
+                limit_bytes,
+                ..
+            }
+            | QueueSpec::FairQueue {
+                limit_packets,
+                limit_bytes,
+                ..
+            } if limited(limit_packets, limit_bytes) => Some("has a limit"),
+            QueueSpec::Red { drop_non_ect, .. } if *drop_non_ect => {
+                Some("drops non-ECT packets (drop_non_ect)")
+            }
+            QueueSpec::Red {
+                limit_packets,
+                limit_bytes,
+                ..
+            } if limited(limit_packets, limit_bytes) => Some("has a limit"),
+            QueueSpec::Trimming { .. } => Some("trims"),
+            _ => None,
+        }
+    }
+
     /// Builds the discipline. Call [`validate`](Self::validate) first.
     pub fn build(&self) -> Box<dyn QueueDiscipline> {
         self.plan()
@@ -226,6 +280,7 @@ impl QueueSpec {
                     in_packets,
                     weight: 1.0,
                     drop_non_ect: false,
+                    at_dequeue: false,
                 };
                 Ok(Plan::Red(l, step))
             }
@@ -239,6 +294,7 @@ impl QueueSpec {
                 p_max,
                 weight,
                 drop_non_ect,
+                mark_at,
             } => {
                 let l = checked_limit(*limit_packets, *limit_bytes)?;
                 let (min, min_pk) = one_of(*min_packets, *min_bytes, "min")?;
@@ -255,6 +311,15 @@ impl QueueSpec {
                 if !(*weight > 0.0 && *weight <= 1.0) {
                     return Err(format!("weight must be within (0, 1], got {weight}"));
                 }
+                let at_dequeue = match mark_at.as_str() {
+                    "enqueue" => false,
+                    "dequeue" => true,
+                    other => {
+                        return Err(format!(
+                            "mark_at: `{other}` is not one of `enqueue`, `dequeue`"
+                        ))
+                    }
+                };
                 let params = RedParams {
                     min,
                     max,
@@ -262,6 +327,7 @@ impl QueueSpec {
                     in_packets: min_pk,
                     weight: *weight,
                     drop_non_ect: *drop_non_ect,
+                    at_dequeue,
                 };
                 Ok(Plan::Red(l, params))
             }

@@ -1,6 +1,7 @@
 //! Strict priority over per-class disciplines: class 0 is always served first.
 //!
-//! A packet's class is `Packet::class`, clamped to the last class.
+//! A packet's class is `Packet::class`, clamped to the last class. With PFC, class `i`
+//! is priority `i`: a paused class waits while the others are served.
 
 use super::{QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
@@ -29,12 +30,39 @@ impl QueueDiscipline for StrictPriority {
         self.classes.iter_mut().find_map(|c| c.dequeue())
     }
 
+    /// Class `i` carries priority `i`; the last class also every priority above it,
+    /// and waits while any of them is paused.
+    fn dequeue_unpaused(&mut self, paused: u8) -> Option<(PacketId, u32)> {
+        let last = self.classes.len() - 1;
+        self.classes
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| {
+                let mine = if *i == last {
+                    0xffu8.checked_shl(*i as u32).unwrap_or(0)
+                } else {
+                    1 << i
+                };
+                paused & mine == 0
+            })
+            .find_map(|(_, c)| c.dequeue())
+    }
+
     fn backlog_bytes(&self) -> u64 {
         self.classes.iter().map(|c| c.backlog_bytes()).sum()
     }
 
     fn backlog_packets(&self) -> u32 {
         self.classes.iter().map(|c| c.backlog_packets()).sum()
+    }
+
+    fn wants_departures(&self) -> bool {
+        self.classes.iter().any(|c| c.wants_departures())
+    }
+
+    fn departed(&mut self, pkt: PacketId, ctx: &mut QueueCtx) {
+        let class = (ctx.pkts.get(pkt).class as usize).min(self.classes.len() - 1);
+        self.classes[class].departed(pkt, ctx);
     }
 
     fn bypass_when_idle(&self) -> bool {
