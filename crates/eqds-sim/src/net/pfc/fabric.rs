@@ -723,3 +723,121 @@ impl Network {
             .push(now + pfc.settings.deadlock_scan, Event::PfcScan);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EventQueue, SimRng};
+    use crate::net::packet::PacketSlab;
+    use crate::net::queue::QueueSpec;
+    use crate::net::switch::LoadBalancing;
+    use crate::net::{LinkSpec, NetworkBuilder};
+    use crate::units::{MS, US};
+    use rand::SeedableRng;
+
+    fn settings() -> PfcSettings {
+        PfcSettings {
+            lossless: 1,
+            mode: PauseMode::XoffXon,
+            threshold: Threshold::Dynamic { beta: 8.0 },
+            buffer_bytes: 12_000_000,
+            reserved_priorities: 8,
+            response: 500 * crate::units::NS,
+            margin_mtus: 1,
+            headroom_override: None,
+            mtu: 1500,
+            frame_bytes: 64,
+            watchdog: None,
+            deadlock_scan: 100 * US,
+        }
+    }
+
+    /// Three switches in a ring, one host each: switch `i`'s port `up0` goes to
+    /// switch `i + 1`, its `up1` comes from switch `i - 1`.
+    fn ring() -> (Network, Vec<PortId>) {
+        let unlimited = QueueSpec::DropTail {
+            limit_packets: None,
+            limit_bytes: None,
+        };
+        let mut b = NetworkBuilder::new(
+            3,
+            unlimited.clone(),
+            unlimited,
+            0,
+            LoadBalancing::Ecmp,
+            Box::new(|| 0),
+        );
+        let link = LinkSpec {
+            rate_bps: 40_000_000_000,
+            latency: US,
+        };
+        let sw: Vec<SwitchId> = (0..3).map(|h| b.switch(h, 1, 1, 2, 1)).collect();
+        for h in 0..3 {
+            let down = b.down_port(sw[h as usize], 0);
+            b.link(h, down, link, "host_up", "down");
+        }
+        let mut forward = Vec::new();
+        for i in 0..3 {
+            let (a, c) = (sw[i], sw[(i + 1) % 3]);
+            let (out, into) = (b.up_port(a, 0), b.up_port(c, 1));
+            b.link(out, into, link, "ring", "ring_back");
+            forward.push(out);
+        }
+        (b.finish(1), forward)
+    }
+
+    /// Every switch paused by the next one round the ring: after two scans the
+    /// cycle is reported, port by port; a RESUME anywhere breaks it.
+    #[test]
+    fn a_ring_of_pauses_is_reported_as_a_deadlock() {
+        let (mut net, forward) = ring();
+        net.pfc = Some(Box::new(PfcFabric::new(settings(), &net).unwrap()));
+        let mut events = EventQueue::new();
+        let mut pkts = PacketSlab::new();
+        let mut rng = SimRng::seed_from_u64(1);
+        let pause = PauseFrame {
+            priority: 0,
+            quanta: u16::MAX,
+        };
+        let mut at =
+            |now: Time, net: &mut Network, f: &mut dyn FnMut(&mut Network, &mut PortCtx)| {
+                let mut ctx = PortCtx {
+                    now,
+                    events: &mut events,
+                    pkts: &mut pkts,
+                    rng: &mut rng,
+                };
+                f(net, &mut ctx);
+            };
+        for &p in &forward {
+            at(10 * US, &mut net, &mut |n, c| n.pfc_frame(p, pause, c));
+        }
+        assert!(forward.iter().all(|&p| net.ports[p as usize].paused == 1));
+        at(110 * US, &mut net, &mut |n, c| n.pfc_scan(c));
+        assert!(
+            net.pfc.as_ref().unwrap().deadlocks.is_empty(),
+            "seen once only"
+        );
+        at(210 * US, &mut net, &mut |n, c| n.pfc_scan(c));
+        let d = net.pfc.as_ref().unwrap().deadlocks.clone();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].since, 110 * US);
+        let mut ports = d[0].ports.clone();
+        ports.sort();
+        assert_eq!(ports, forward);
+        // Resume one link: the cycle is gone, and no new deadlock is recorded.
+        let resume = PauseFrame {
+            priority: 0,
+            quanta: 0,
+        };
+        at(300 * US, &mut net, &mut |n, c| {
+            n.pfc_frame(forward[1], resume, c)
+        });
+        at(310 * US, &mut net, &mut |n, c| n.pfc_scan(c));
+        at(410 * US, &mut net, &mut |n, c| n.pfc_scan(c));
+        assert_eq!(net.pfc.as_ref().unwrap().deadlocks.len(), 1);
+        let s = net.pfc.as_ref().unwrap().port_stats(MS, forward[1]);
+        assert_eq!(s.frames.pause_received, 1);
+        assert_eq!(s.frames.paused_time, 290 * US);
+    }
+}
