@@ -259,6 +259,7 @@ pub fn pfc_summary(net: &Network, end: Time) -> Option<Value> {
     let sum =
         |f: fn(&crate::net::pfc::fabric::PortPfcStats) -> u64| stats.iter().map(f).sum::<u64>();
     Some(json!({
+        "first_pause_ps": pfc.first_pause,
         "pause_sent": sum(|s| s.frames.pause_sent),
         "resume_sent": sum(|s| s.frames.resume_sent),
         "pause_received": sum(|s| s.frames.pause_received),

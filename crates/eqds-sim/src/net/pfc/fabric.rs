@@ -154,6 +154,8 @@ pub struct PfcFabric {
     /// The cycle seen at the previous scan.
     last_cycle: Option<(Time, Vec<PortId>)>,
     pub deadlocks: Vec<Deadlock>,
+    /// When the first PAUSE was sent, if one was.
+    pub first_pause: Option<Time>,
 }
 
 /// Distinct deadlocks kept for the summary.
@@ -286,6 +288,7 @@ impl PfcFabric {
             scan_pending: false,
             last_cycle: None,
             deadlocks: Vec::new(),
+            first_pause: None,
             settings,
         })
     }
@@ -535,6 +538,7 @@ impl Network {
             + p.latency
             + pfc.settings.response;
         if !f.is_resume() {
+            pfc.first_pause.get_or_insert(ctx.now);
             if let PauseMode::Quanta { .. } = pfc.settings.mode {
                 // The refresh of this PAUSE.
                 if let Some(due) =
