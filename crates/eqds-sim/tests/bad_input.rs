@@ -557,3 +557,54 @@ fn pings_that_would_outlast_the_clock_are_refused() {
         "{msg}"
     );
 }
+
+/// Every mistake in a `clos3` topology (the DCQCN testbed) names its key.
+#[test]
+fn clos3_mistakes_are_named() {
+    let scenario = |keys: &str| {
+        format!(
+            "[topology]\nkind = \"clos3\"\n{keys}\n\
+             [workload]\nkind = \"permutation\"\nsize = \"100KB\"\n[stop]\ntime = \"1ms\"\n"
+        )
+    };
+    let link = "link = { rate = \"40Gbps\", latency = \"1us\" }";
+    Scenario::from_str_with(
+        &scenario(&format!("hosts_per_tor = 2\n{link}")),
+        "ok.toml",
+        ".".into(),
+        &[],
+    )
+    .unwrap();
+    for (keys, expected) in [
+        (
+            "tors = 5\nhosts_per_tor = 2",
+            "topology.tors: must be a multiple of tors_per_pod (2), got 5",
+        ),
+        (
+            "tors = 0\nhosts_per_tor = 2",
+            "topology.tors: must be at least 1",
+        ),
+        (
+            "tors_per_pod = 0\nhosts_per_tor = 2",
+            "topology.tors_per_pod",
+        ),
+        (
+            "leaves_per_pod = 0\nhosts_per_tor = 2",
+            "topology.leaves_per_pod",
+        ),
+        ("spines = 0\nhosts_per_tor = 2", "topology.spines"),
+        ("hosts_per_tor = 0", "topology.hosts_per_tor"),
+        ("", "missing field `hosts_per_tor`"),
+        ("hosts_per_tor = 2\nleaves = 4", "unknown field `leaves`"),
+        // Saturating sizes reach the port limit instead of wrapping.
+        ("hosts_per_tor = 2\nspines = 4294967295", "ports"),
+        (
+            "hosts_per_tor = 2\ntor_leaf_link = 40",
+            "`topology.clos3.tor_leaf_link`",
+        ),
+    ] {
+        let msg = error_of(&scenario(&format!("{keys}\n{link}")));
+        assert!(msg.contains(expected), "{keys}: {msg}");
+    }
+    assert!(error_of(&scenario("hosts_per_tor = 2")).contains("missing field `link`"));
+}

@@ -118,8 +118,10 @@ impl Network {
         self.ports[host as usize].rate_bps
     }
 
-    /// Equal-cost up-paths from a host to the top tier: the product of the uplink
-    /// counts met going up. With spraying, path ids `0..path_count()` are distinct.
+    /// Equal-cost paths from a host to the farthest hosts: the product of the
+    /// uplink counts met going up, times the equal-cost down ports of the top tier
+    /// (`clos3`'s spines; 1 elsewhere). With spraying, path ids `0..path_count()`
+    /// are distinct.
     pub fn path_count(&self) -> u32 {
         let mut paths: u32 = 1;
         let mut node = self.ports[self.host_port(0) as usize].peer;
@@ -128,6 +130,7 @@ impl Network {
             let sw = &self.switches[s as usize];
             // A dumbbell's two switches are each other's uplink: stop going round.
             if sw.n_up == 0 || seen.contains(&s) {
+                paths = paths.saturating_mul(sw.down_width);
                 break;
             }
             seen.push(s);
@@ -283,6 +286,27 @@ impl NetworkBuilder {
         n_up: u32,
         path_divisor: u32,
     ) -> SwitchId {
+        self.switch_with_groups(lo, n_down, 1, span, n_up, path_divisor)
+    }
+
+    /// Adds a switch with `groups` groups of `down_width` equal-cost down ports,
+    /// group `g` reaching hosts `lo + g * span ..` (see `net::switch`). Only a
+    /// switch without uplinks may have `down_width > 1`: its spraying digit then
+    /// picks the port within a group.
+    pub fn switch_with_groups(
+        &mut self,
+        lo: HostId,
+        groups: u32,
+        down_width: u32,
+        span: u32,
+        n_up: u32,
+        path_divisor: u32,
+    ) -> SwitchId {
+        assert!(
+            down_width >= 1 && (down_width == 1 || n_up == 0),
+            "parallel down ports are for switches without uplinks"
+        );
+        let n_down = groups * down_width;
         let id = self.net.switches.len() as SwitchId;
         let first_down = self.net.ports.len() as PortId;
         for _ in 0..n_down + n_up {
@@ -293,10 +317,11 @@ impl NetworkBuilder {
         self.net.switches.push(Switch {
             first_down,
             n_down,
+            down_width,
             first_up: first_down + n_down,
             n_up,
             lo,
-            hi: lo + n_down * span,
+            hi: lo + groups * span,
             span,
             path_divisor: path_divisor.max(1),
             salt,

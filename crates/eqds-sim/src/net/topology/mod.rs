@@ -3,6 +3,7 @@
 //! Each builder numbers hosts so that every switch reaches a contiguous range of them
 //! (see `net::switch`), which is all that routing needs.
 
+mod clos3;
 mod dumbbell;
 mod fat_tree;
 mod leaf_spine;
@@ -56,6 +57,27 @@ pub enum TopologySpec {
         leaf_host_links: Option<Vec<LinkToml>>,
         leaf_spine_link: Option<LinkToml>,
     },
+    /// 3-tier Clos: pods of `tors_per_pod` ToRs and `leaves_per_pod` leaves (each
+    /// ToR linked to each leaf of its pod), every leaf linked to every spine. The
+    /// defaults make the DCQCN paper's testbed (Fig. 2) of `tors` ToRs: 4 ToRs, 4
+    /// leaves, 2 spines.
+    Clos3 {
+        /// ToRs in all (default 4); a multiple of `tors_per_pod`.
+        tors: Option<u32>,
+        /// ToRs per pod (default 2).
+        tors_per_pod: Option<u32>,
+        /// Leaves per pod (default 2): each ToR's uplinks, and each spine's
+        /// equal-cost links into a pod.
+        leaves_per_pod: Option<u32>,
+        /// Spines (default 2): each leaf's uplinks.
+        spines: Option<u32>,
+        hosts_per_tor: u32,
+        /// Default for every tier.
+        link: LinkToml,
+        host_link: Option<LinkToml>,
+        tor_leaf_link: Option<LinkToml>,
+        leaf_spine_link: Option<LinkToml>,
+    },
     /// N hosts on one switch (incast and switch-model experiments).
     SingleSwitch { hosts: u32, link: LinkToml },
     /// Two switches joined by one bottleneck link, `left` and `right` hosts on each.
@@ -74,6 +96,27 @@ const MAX_HOSTS: u64 = 1 << 22;
 const MAX_PORTS: u64 = 1 << 28;
 
 impl TopologySpec {
+    /// The sizes of a `clos3`, defaults filled in (`None` for other kinds).
+    fn clos3_shape(&self) -> Option<clos3::Shape> {
+        match *self {
+            TopologySpec::Clos3 {
+                tors,
+                tors_per_pod,
+                leaves_per_pod,
+                spines,
+                hosts_per_tor,
+                ..
+            } => Some(clos3::Shape {
+                tors: tors.unwrap_or(4),
+                tors_per_pod: tors_per_pod.unwrap_or(2),
+                leaves_per_pod: leaves_per_pod.unwrap_or(2),
+                spines: spines.unwrap_or(2),
+                hosts_per_tor,
+            }),
+            _ => None,
+        }
+    }
+
     pub fn n_hosts(&self) -> u64 {
         match self {
             TopologySpec::FatTree {
@@ -87,6 +130,10 @@ impl TopologySpec {
                 hosts_per_leaf,
                 ..
             } => *leaves as u64 * *hosts_per_leaf as u64,
+            TopologySpec::Clos3 { .. } => {
+                let c = self.clos3_shape().unwrap();
+                c.tors as u64 * c.hosts_per_tor as u64
+            }
             TopologySpec::SingleSwitch { hosts, .. } => *hosts as u64,
             TopologySpec::Dumbbell { left, right, .. } => *left as u64 + *right as u64,
         }
@@ -101,6 +148,11 @@ impl TopologySpec {
                 2 * k * half + half * half
             }
             TopologySpec::LeafSpine { leaves, spines, .. } => *leaves as u64 + *spines as u64,
+            TopologySpec::Clos3 { .. } => {
+                let c = self.clos3_shape().unwrap();
+                let pods = (c.tors / c.tors_per_pod.max(1)) as u64;
+                c.tors as u64 + pods * c.leaves_per_pod as u64 + c.spines as u64
+            }
             TopologySpec::SingleSwitch { .. } => 1,
             TopologySpec::Dumbbell { .. } => 2,
         }
@@ -119,6 +171,16 @@ impl TopologySpec {
             TopologySpec::LeafSpine { leaves, spines, .. } => {
                 hosts + *leaves as u64 * *spines as u64
             }
+            TopologySpec::Clos3 { .. } => {
+                // Host links, one link from every ToR to every leaf of its pod, one
+                // from every leaf to every spine.
+                let c = self.clos3_shape().unwrap();
+                let pods = (c.tors / c.tors_per_pod.max(1)) as u64;
+                let leaves = pods * c.leaves_per_pod as u64;
+                // Saturating: absurd sizes must reach the port limit's error intact.
+                (leaves.saturating_mul(c.spines as u64))
+                    .saturating_add(hosts + c.tors as u64 * c.leaves_per_pod as u64)
+            }
             TopologySpec::SingleSwitch { .. } => hosts,
             TopologySpec::Dumbbell { .. } => hosts + 1,
         }
@@ -129,6 +191,8 @@ impl TopologySpec {
         match self {
             TopologySpec::FatTree { .. } => 6,
             TopologySpec::LeafSpine { .. } => 4,
+            // Host, ToR, leaf, spine, leaf, ToR, host.
+            TopologySpec::Clos3 { .. } => 6,
             TopologySpec::SingleSwitch { .. } => 2,
             TopologySpec::Dumbbell { .. } => 3,
         }
@@ -157,6 +221,16 @@ impl TopologySpec {
                 .into_iter()
                 .flatten()
                 .chain(leaf_host_links.iter().flatten().copied())
+                .collect(),
+            TopologySpec::Clos3 {
+                link,
+                host_link,
+                tor_leaf_link,
+                leaf_spine_link,
+                ..
+            } => [Some(*link), *host_link, *tor_leaf_link, *leaf_spine_link]
+                .into_iter()
+                .flatten()
                 .collect(),
             TopologySpec::SingleSwitch { link, .. } => vec![*link],
             TopologySpec::Dumbbell {
@@ -202,6 +276,20 @@ impl TopologySpec {
                             links.len()
                         ));
                     }
+                }
+            }
+            TopologySpec::Clos3 { .. } => {
+                let c = self.clos3_shape().unwrap();
+                positive("tors", c.tors)?;
+                positive("tors_per_pod", c.tors_per_pod)?;
+                positive("leaves_per_pod", c.leaves_per_pod)?;
+                positive("spines", c.spines)?;
+                positive("hosts_per_tor", c.hosts_per_tor)?;
+                if c.tors % c.tors_per_pod != 0 {
+                    return Err(format!(
+                        "tors: must be a multiple of tors_per_pod ({}), got {}",
+                        c.tors_per_pod, c.tors
+                    ));
                 }
             }
             TopologySpec::SingleSwitch { hosts, .. } => {
@@ -276,6 +364,20 @@ impl TopologySpec {
                     &host_links,
                     leaf_spine_link.unwrap_or(*link).into(),
                 )
+            }
+            TopologySpec::Clos3 {
+                link,
+                host_link,
+                tor_leaf_link,
+                leaf_spine_link,
+                ..
+            } => {
+                let links = clos3::Links {
+                    host: host_link.unwrap_or(*link).into(),
+                    tor_leaf: tor_leaf_link.unwrap_or(*link).into(),
+                    leaf_spine: leaf_spine_link.unwrap_or(*link).into(),
+                };
+                clos3::build(b, self.clos3_shape().unwrap(), links)
             }
             TopologySpec::SingleSwitch { hosts, link } => {
                 single_switch::build(b, *hosts, (*link).into())
