@@ -96,6 +96,7 @@ impl Simulation {
             .collect();
         build_eqds(sc, &flows, &mut world, &credit)?;
         let factory = EndpointFactory::new(t, &sc.eqds, world.net.path_count(), credit.bdp);
+        check_roce(loaded, &flows, &factory, &credit.rates)?;
         for spec in flows {
             add_flow(&mut world, spec);
         }
@@ -116,6 +117,39 @@ impl Simulation {
             sampler,
         })
     }
+}
+
+/// RoCE flows' settings that depend on the network: DCQCN's parameters at each
+/// sender's line rate, and no EQDS tunnel around them.
+fn check_roce(
+    loaded: &Loaded,
+    flows: &[FlowSpec],
+    factory: &EndpointFactory,
+    rates: &[u64],
+) -> Result<(), String> {
+    let sc = &loaded.scenario;
+    let senders: Vec<u64> = flows
+        .iter()
+        .filter(|f| f.protocol == Protocol::Roce)
+        .map(|f| rates[f.src as usize])
+        .collect();
+    if senders.is_empty() {
+        return Ok(());
+    }
+    factory
+        .check_dcqcn(&senders)
+        .map_err(|e| format!("{}: transport.roce.dcqcn.{e}", loaded.file))?;
+    let tunnelled = flows
+        .iter()
+        .find(|f| sc.eqds.enabled && f.protocol == Protocol::Roce && !f.legacy);
+    if let Some(f) = tunnelled {
+        return Err(format!(
+            "{}: eqds.enabled: RoCE flows (workload {}) cannot run inside EQDS tunnels; \
+             list the workload in eqds.legacy_workloads",
+            loaded.file, f.origin
+        ));
+    }
+    Ok(())
 }
 
 /// Every workload's initial flows, tagged with the workload they come from, and per
