@@ -182,6 +182,7 @@ pub enum RoceRecovery {
     #[default]
     GoBackN,
     /// Resend the message holding that packet from its first packet.
+    #[serde(rename = "go_back_0")]
     GoBack0,
 }
 
