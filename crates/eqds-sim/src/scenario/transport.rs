@@ -265,11 +265,11 @@ fn default_nak_interval() -> Duration {
 /// ConnectX's local ACK timeout is 4.096 µs × 2^`timeout`; exponent 8 (1.05 ms) to
 /// start with, as the firmware's adaptive retransmission starts low and doubles.
 fn default_roce_rto() -> Duration {
-    Duration(4096 * NS << 8)
+    Duration((4096 * NS) << 8)
 }
 /// Exponent 14 (67.1 ms), perftest's and most RDMA applications' QP timeout: the cap.
 fn default_roce_rto_max() -> Duration {
-    Duration(4096 * NS << 14)
+    Duration((4096 * NS) << 14)
 }
 
 /// The largest RoCE timeout we take: a second is already far beyond any NIC default.
