@@ -30,11 +30,14 @@ pub enum Protocol {
     Eqds,
     /// Unresponsive constant-bit-rate UDP. Parameters in `[transport.udp]`.
     Udp,
+    /// RoCEv2 reliable connection (go-back-N) with DCQCN (Zhu et al., SIGCOMM 2015).
+    /// Parameters in `[transport.roce]`.
+    Roce,
 }
 
 impl Protocol {
     /// Every protocol, in declaration order: `ALL[p as usize] == p`.
-    pub const ALL: [Protocol; 9] = [
+    pub const ALL: [Protocol; 10] = [
         Protocol::Newreno,
         Protocol::Cubic,
         Protocol::Dctcp,
@@ -44,6 +47,7 @@ impl Protocol {
         Protocol::Mptcp,
         Protocol::Eqds,
         Protocol::Udp,
+        Protocol::Roce,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +61,7 @@ impl Protocol {
             Protocol::Mptcp => "mptcp",
             Protocol::Eqds => "eqds",
             Protocol::Udp => "udp",
+            Protocol::Roce => "roce",
         }
     }
 }

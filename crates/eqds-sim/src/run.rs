@@ -80,6 +80,9 @@ fn write_results(
     if let Some(eqds) = sim.eqds_summary() {
         summary["eqds"] = eqds;
     }
+    if let Some(roce) = sim.roce_summary() {
+        summary["roce"] = roce;
+    }
     let text = serde_json::to_string_pretty(&summary).expect("JSON values always serialise");
     std::fs::write(out_dir.join("summary.json"), text + "\n").map_err(|e| io("summary.json", e))?;
     let outcome = Outcome {

@@ -21,6 +21,9 @@ pub enum PacketKind {
     Pull,
     /// EQDS: an RTS or control packet; its header is in the EQDS layer's tag table.
     Control,
+    /// RoCEv2: a congestion notification packet from a DCQCN notification point to
+    /// its flow's sender (the BTH opcode 0x81 of RoCEv2's annex).
+    Cnp,
 }
 
 impl PacketKind {
@@ -69,10 +72,12 @@ pub struct Packet {
     /// Input to the switches' load balancing: a per-flow hash for ECMP, or the
     /// sender-chosen path id for spraying.
     pub entropy: u32,
-    /// Data: first payload byte. NDP ACK/NACK: first byte of the packet answered.
+    /// Data: first payload byte (RoCE: the packet sequence number, PSN). NDP
+    /// ACK/NACK: first byte of the packet answered.
     pub seq: u64,
     /// TCP ACK: next byte expected (cumulative). NDP PULL/ACK/NACK: the receiver's
-    /// pull number for this flow (the sender takes the highest it has seen).
+    /// pull number for this flow (the sender takes the highest it has seen). RoCE
+    /// ACK/NAK: the next PSN expected.
     pub ack: u64,
     /// Time the sender sent it (data), or the echoed send time (ACK).
     pub timestamp: Time,

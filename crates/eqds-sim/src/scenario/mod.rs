@@ -13,7 +13,10 @@ mod transport;
 pub use eqds::{EqdsSpec, EqifSpec, MAX_EQIFS, SHARED_KEYS};
 pub use overrides::apply_override;
 pub use pfc::{PfcSpec, WatchdogSpec};
-pub use transport::{Coupling, TransportSpec};
+pub use transport::{
+    Coupling, DcqcnProfile, DcqcnSpec, RoceOpcode, RoceRecovery, RoceSpec, TransportSpec,
+    ROCE_RETH_BYTES,
+};
 
 use crate::net::queue::QueueSpec;
 use crate::net::switch::LoadBalancing;

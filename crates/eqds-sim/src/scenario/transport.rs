@@ -3,7 +3,10 @@
 
 use crate::flow::Protocol;
 use crate::units::value::{Bytes, Duration, Rate};
+use crate::units::{MS, NS};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use std::fmt;
 
 /// Transport parameters. Defaults follow Linux and the RFCs named on each field.
 #[derive(Clone, Debug, Deserialize)]
@@ -73,6 +76,9 @@ pub struct TransportSpec {
     /// UDP parameters (used by `protocol = "udp"` flows).
     #[serde(default)]
     pub udp: UdpSpec,
+    /// RoCEv2 parameters (used by `protocol = "roce"` flows).
+    #[serde(default)]
+    pub roce: RoceSpec,
 }
 
 /// `[transport.udp]`.
@@ -115,6 +121,159 @@ fn default_ndp_rto() -> Duration {
 fn default_pull_rate() -> f64 {
     1.0
 }
+
+/// `[transport.roce]`: the RoCEv2 reliable connection and its congestion control.
+/// The transport itself is `transport::roce`; `docs/scenarios.md` says why each
+/// default is what it is.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoceSpec {
+    /// RDMA WRITE (its first packet per message carries a 16 B RETH) or SEND.
+    #[serde(default)]
+    pub opcode: RoceOpcode,
+    /// Bytes per message (default: the whole flow is one message).
+    pub message_size: Option<Bytes>,
+    /// One ACK per this many data packets, and always on a message's last packet.
+    #[serde(default = "one")]
+    pub ack_every: u32,
+    /// What a NAK or a timeout resends from.
+    #[serde(default)]
+    pub recovery: RoceRecovery,
+    /// At most one NAK per flow per this time for the same expected PSN.
+    #[serde(default = "default_nak_interval")]
+    pub nak_interval: Duration,
+    /// First retransmission timeout after the last ACK progress.
+    #[serde(default = "default_roce_rto")]
+    pub rto: Duration,
+    /// Cap of the timeout's doubling.
+    #[serde(default = "default_roce_rto_max")]
+    pub rto_max: Duration,
+    /// No data onto the host's NIC while its queue holds this many packets.
+    #[serde(default = "one")]
+    pub nic_limit: u32,
+    /// Priority class of ACKs, NAKs and CNPs (data uses `[transport] class`).
+    #[serde(default)]
+    pub ack_class: u8,
+    /// DCQCN: `true` (the default, the `paper` profile), `false`, or a table.
+    #[serde(default, deserialize_with = "dcqcn_setting")]
+    pub dcqcn: DcqcnSpec,
+}
+
+impl Default for RoceSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("every RoCE field has a default")
+    }
+}
+
+/// The RDMA operation a RoCE flow's messages use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoceOpcode {
+    #[default]
+    Write,
+    Send,
+}
+
+/// RoCE loss recovery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoceRecovery {
+    /// Resend from the first packet the receiver lacks.
+    #[default]
+    GoBackN,
+    /// Resend the message holding that packet from its first packet.
+    #[serde(rename = "go_back_0")]
+    GoBack0,
+}
+
+/// `[transport.roce.dcqcn]`: a named profile and overrides of its fields. Values are
+/// checked against each sender's line rate when the run is built
+/// (`DcqcnParams::validate`), since the profiles scale with it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcqcnSpec {
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub profile: DcqcnProfile,
+    pub g: Option<f64>,
+    pub rai: Option<Rate>,
+    pub rhai: Option<Rate>,
+    pub alpha_timer: Option<Duration>,
+    pub increase_timer: Option<Duration>,
+    /// 0 turns the byte counter off.
+    pub byte_counter: Option<Bytes>,
+    pub fast_recovery_steps: Option<u32>,
+    pub min_rate: Option<Rate>,
+    pub cnp_interval: Option<Duration>,
+    pub min_cut_interval: Option<Duration>,
+    pub alpha_first: Option<bool>,
+}
+
+impl Default for DcqcnSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("every DCQCN field has a default")
+    }
+}
+
+/// The DCQCN parameter profiles by the names scenarios give them (the transport's
+/// `dcqcn::Profile` documents each one's source).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DcqcnProfile {
+    #[default]
+    Paper,
+    MlxFw,
+    HpccNs3,
+    Htsim,
+}
+
+/// `dcqcn = true | false`, or a table (DCQCN on unless it says `enabled = false`).
+/// A visitor rather than an untagged enum, so that a mistake inside the table keeps
+/// its own message and key path.
+fn dcqcn_setting<'de, D: Deserializer<'de>>(d: D) -> Result<DcqcnSpec, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = DcqcnSpec;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "true, false or a table of DCQCN parameters")
+        }
+        fn visit_bool<E: de::Error>(self, enabled: bool) -> Result<DcqcnSpec, E> {
+            Ok(DcqcnSpec {
+                enabled,
+                ..DcqcnSpec::default()
+            })
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DcqcnSpec, A::Error> {
+            DcqcnSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(V)
+}
+
+fn one() -> u32 {
+    1
+}
+fn yes() -> bool {
+    true
+}
+/// The DCQCN authors' ns-3 model and HPCC's: at most one NAK per 500 µs for the same
+/// expected PSN (spec §1.6).
+fn default_nak_interval() -> Duration {
+    Duration(500 * crate::units::US)
+}
+/// ConnectX's local ACK timeout is 4.096 µs × 2^`timeout`; exponent 8 (1.05 ms) to
+/// start with, as the firmware's adaptive retransmission starts low and doubles.
+fn default_roce_rto() -> Duration {
+    Duration((4096 * NS) << 8)
+}
+/// Exponent 14 (67.1 ms), perftest's and most RDMA applications' QP timeout: the cap.
+fn default_roce_rto_max() -> Duration {
+    Duration((4096 * NS) << 14)
+}
+
+/// The largest RoCE timeout we take: a second is already far beyond any NIC default.
+const ROCE_MAX_RTO: crate::units::Time = 10_000 * MS;
 
 /// `[transport.mptcp]`.
 #[derive(Clone, Debug, Deserialize)]
@@ -273,6 +432,43 @@ impl TransportSpec {
                 self.mptcp.subflows
             ));
         }
+        self.validate_roce().map_err(|e| format!("roce.{e}"))
+    }
+
+    fn validate_roce(&self) -> Result<(), String> {
+        let r = &self.roce;
+        if r.message_size.is_some_and(|m| m.0 == 0) {
+            return Err("message_size: must be at least 1 byte".into());
+        }
+        if r.ack_every == 0 {
+            return Err("ack_every: must be at least 1 packet".into());
+        }
+        if r.nak_interval.0 == 0 {
+            return Err("nak_interval: must be positive".into());
+        }
+        if r.rto.0 == 0 || r.rto.0 > r.rto_max.0 {
+            return Err(format!(
+                "rto: must be positive and at most rto_max ({})",
+                crate::units::DisplayTime(r.rto_max.0)
+            ));
+        }
+        if r.rto_max.0 > ROCE_MAX_RTO {
+            return Err("rto_max: must be at most 10 s".into());
+        }
+        if r.nic_limit == 0 {
+            return Err("nic_limit: must be at least 1 packet".into());
+        }
+        let mss = self.mtu.0 - self.header.0;
+        if r.opcode == RoceOpcode::Write && mss <= ROCE_RETH_BYTES {
+            return Err(format!(
+                "opcode: a WRITE's first packet carries a {ROCE_RETH_BYTES} B RETH, which \
+                 leaves no payload in mtu - header = {mss} B"
+            ));
+        }
         Ok(())
     }
 }
+
+/// Bytes of the RDMA extended transport header (IB spec §9.3.3.2) a WRITE's first
+/// packet carries: virtual address, remote key, length.
+pub const ROCE_RETH_BYTES: u64 = 16;

@@ -98,6 +98,7 @@ impl Simulation {
             .collect();
         build_eqds(sc, &flows, &mut world, &credit)?;
         let factory = EndpointFactory::new(t, &sc.eqds, world.net.path_count(), credit.bdp);
+        check_roce(loaded, &flows, &factory, &credit.rates)?;
         for spec in flows {
             add_flow(&mut world, spec);
         }
@@ -143,6 +144,39 @@ fn build_pfc(sc: &Scenario, net: &mut Network) -> Result<(), String> {
         }
     }
     net.pfc = Some(Box::new(fabric));
+    Ok(())
+}
+
+/// RoCE flows' settings that depend on the network: DCQCN's parameters at each
+/// sender's line rate, and no EQDS tunnel around them.
+fn check_roce(
+    loaded: &Loaded,
+    flows: &[FlowSpec],
+    factory: &EndpointFactory,
+    rates: &[u64],
+) -> Result<(), String> {
+    let sc = &loaded.scenario;
+    let senders: Vec<u64> = flows
+        .iter()
+        .filter(|f| f.protocol == Protocol::Roce)
+        .map(|f| rates[f.src as usize])
+        .collect();
+    if senders.is_empty() {
+        return Ok(());
+    }
+    factory
+        .check_dcqcn(&senders)
+        .map_err(|e| format!("{}: transport.roce.dcqcn.{e}", loaded.file))?;
+    let tunnelled = flows
+        .iter()
+        .find(|f| sc.eqds.enabled && f.protocol == Protocol::Roce && !f.legacy);
+    if let Some(f) = tunnelled {
+        return Err(format!(
+            "{}: eqds.enabled: RoCE flows (workload {}) cannot run inside EQDS tunnels; \
+             list the workload in eqds.legacy_workloads",
+            loaded.file, f.origin
+        ));
+    }
     Ok(())
 }
 

@@ -5,11 +5,16 @@
 
 use crate::flow::Protocol;
 use crate::ids::FlowId;
-use crate::scenario::{Coupling, EqdsSpec, TransportSpec};
+use crate::scenario::{
+    Coupling, DcqcnProfile, DcqcnSpec, EqdsSpec, RoceOpcode, RoceRecovery, TransportSpec,
+    ROCE_RETH_BYTES,
+};
 use crate::transport::cc::CcKind;
 use crate::transport::eqds_app::{EqdsAppReceiver, EqdsAppSender};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
+use crate::transport::roce::dcqcn::{DcqcnParams, Profile};
+use crate::transport::roce::{Recovery, RoceConfig, RoceReceiver, RoceSender};
 use crate::transport::tcp::{DelayedAck, TcpConfig, TcpReceiver, TcpSender};
 use crate::transport::udp::{UdpConfig, UdpReceiver, UdpSender};
 use crate::transport::{Endpoint, Ends};
@@ -30,6 +35,9 @@ pub(super) struct EndpointFactory {
     ndp: NdpConfig,
     mptcp_subflows: u32,
     mptcp_nic_limit: u32,
+    roce: RoceConfig,
+    /// DCQCN's profile and overrides, if RoCE flows run it.
+    dcqcn: Option<DcqcnSpec>,
 }
 
 impl EndpointFactory {
@@ -57,7 +65,30 @@ impl EndpointFactory {
             ndp: ndp_config(t, paths, bdp_packets),
             mptcp_subflows: t.mptcp.subflows,
             mptcp_nic_limit: t.mptcp.nic_limit,
+            roce: roce_config(t),
+            dcqcn: t.roce.dcqcn.enabled.then(|| t.roce.dcqcn.clone()),
         }
+    }
+
+    /// DCQCN's parameters for a RoCE sender whose NIC runs at `line_rate_bps`, if
+    /// RoCE flows run DCQCN.
+    pub(super) fn dcqcn(&self, line_rate_bps: u64) -> Option<DcqcnParams> {
+        self.dcqcn.as_ref().map(|d| dcqcn_params(d, line_rate_bps))
+    }
+
+    /// Checks DCQCN's parameters at each of the NIC rates in `rates`: a profile
+    /// scales with the line rate, and an override may not fit every one.
+    pub(super) fn check_dcqcn(&self, rates: &[u64]) -> Result<(), String> {
+        let mut rates = rates.to_vec();
+        rates.sort_unstable();
+        rates.dedup();
+        for rate in rates {
+            if let Some(p) = self.dcqcn(rate) {
+                p.validate()
+                    .map_err(|e| format!("{e} (for a sender at {} Gbps)", rate as f64 / 1e9))?;
+            }
+        }
+        Ok(())
     }
 
     /// The endpoints of `flow`, sender first. Draws the flow's 5-tuple hash (and
@@ -105,6 +136,20 @@ impl EndpointFactory {
                     world.eqds.as_ref().map_or(1, |e| e.settings.max_inner()),
                 )),
             ),
+            Protocol::Roce => {
+                let dcqcn = self.dcqcn(world.net.host_rate(spec.src));
+                let cnp_interval = dcqcn.as_ref().map(|d| d.cnp_interval);
+                (
+                    Box::new(RoceSender::new(self.roce, ends, entropy, spec.size, dcqcn)),
+                    Box::new(RoceReceiver::new(
+                        self.roce,
+                        ends.reversed(),
+                        entropy,
+                        spec.size,
+                        cnp_interval,
+                    )),
+                )
+            }
             Protocol::Mptcp => {
                 // Subflow 0 uses the flow's hash; the others draw their own.
                 let entropies: Vec<u32> = std::iter::once(entropy)
@@ -147,11 +192,83 @@ fn ndp_config(t: &TransportSpec, paths: u32, bdp_packets: u32) -> NdpConfig {
     }
 }
 
+/// RoCE parameters from `[transport]` and `[transport.roce]`.
+fn roce_config(t: &TransportSpec) -> RoceConfig {
+    let r = &t.roce;
+    RoceConfig {
+        mss: (t.mtu.0 - t.header.0) as u32,
+        header: t.header.0 as u32,
+        first_extra: match r.opcode {
+            RoceOpcode::Write => ROCE_RETH_BYTES as u32,
+            RoceOpcode::Send => 0,
+        },
+        message_size: r.message_size.map(|m| m.0),
+        ack_every: r.ack_every,
+        recovery: match r.recovery {
+            RoceRecovery::GoBackN => Recovery::GoBackN,
+            RoceRecovery::GoBack0 => Recovery::GoBack0,
+        },
+        nak_interval: r.nak_interval.0,
+        rto: r.rto.0,
+        rto_max: r.rto_max.0,
+        nic_limit: r.nic_limit,
+        class: t.class,
+        ack_class: r.ack_class,
+    }
+}
+
+/// DCQCN's parameters: `d`'s profile at `line_rate_bps`, with `d`'s overrides.
+fn dcqcn_params(d: &DcqcnSpec, line_rate_bps: u64) -> DcqcnParams {
+    let profile = match d.profile {
+        DcqcnProfile::Paper => Profile::Paper,
+        DcqcnProfile::MlxFw => Profile::MlxFw,
+        DcqcnProfile::HpccNs3 => Profile::HpccNs3,
+        DcqcnProfile::Htsim => Profile::Htsim,
+    };
+    let mut p = DcqcnParams::profile(profile, line_rate_bps);
+    if let Some(g) = d.g {
+        p.g = g;
+    }
+    if let Some(r) = d.rai {
+        p.rai_bps = r.0 as f64;
+    }
+    if let Some(r) = d.rhai {
+        p.rhai_bps = r.0 as f64;
+    }
+    if let Some(r) = d.min_rate {
+        p.min_rate_bps = r.0 as f64;
+    }
+    if let Some(t) = d.alpha_timer {
+        p.alpha_timer = t.0;
+    }
+    if let Some(t) = d.increase_timer {
+        p.increase_timer = t.0;
+    }
+    if let Some(b) = d.byte_counter {
+        p.byte_counter = (b.0 > 0).then_some(b.0);
+    }
+    if let Some(f) = d.fast_recovery_steps {
+        p.fast_recovery_steps = f;
+    }
+    if let Some(t) = d.cnp_interval {
+        p.cnp_interval = t.0;
+    }
+    if let Some(t) = d.min_cut_interval {
+        p.min_cut_interval = t.0;
+    }
+    if let Some(a) = d.alpha_first {
+        p.alpha_first = a;
+    }
+    p
+}
+
 /// The TCP parameters for a flow of transport `t` running `protocol` (the
 /// transport's own, or a workload's override).
 fn tcp_config(t: &TransportSpec, protocol: Protocol) -> TcpConfig {
     let cc = match protocol {
-        Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp => CcKind::NewReno,
+        Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp | Protocol::Roce => {
+            CcKind::NewReno
+        }
         Protocol::Cubic => CcKind::Cubic,
         Protocol::Dctcp => CcKind::Dctcp,
         Protocol::Vegas => CcKind::Vegas,

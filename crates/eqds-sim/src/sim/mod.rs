@@ -75,6 +75,15 @@ impl Simulation {
         }))
     }
 
+    /// RoCE and DCQCN totals for the run summary, if any flow ran RoCE.
+    pub fn roce_summary(&self) -> Option<serde_json::Value> {
+        let roce = crate::flow::Protocol::Roce;
+        if !self.world.flows.iter().any(|f| f.spec.protocol == roce) {
+            return None;
+        }
+        serde_json::to_value(self.world.roce).ok()
+    }
+
     pub fn now(&self) -> Time {
         self.now
     }

@@ -199,6 +199,12 @@ impl Ctx<'_> {
     pub fn host_rate(&self, host: HostId) -> u64 {
         self.world.net.host_rate(host)
     }
+
+    /// The run's RoCE totals, which RoCE endpoints add to.
+    #[inline]
+    pub fn roce_counters(&mut self) -> &mut crate::world::RoceCounters {
+        &mut self.world.roce
+    }
 }
 
 #[cfg(test)]

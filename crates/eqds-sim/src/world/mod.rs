@@ -34,6 +34,41 @@ pub struct World {
     pub pacers: Vec<PullPacer>,
     /// EQDS on every host, if the scenario uses it.
     pub eqds: Option<Box<EqdsLayer>>,
+    /// RoCE's run totals (zero without RoCE flows).
+    pub roce: RoceCounters,
+}
+
+/// What RoCE flows and their DCQCN did over a run, for `summary.json`. The endpoints
+/// add to it as it happens: they are dropped when their flow completes.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct RoceCounters {
+    /// Data packets sent, resends included.
+    pub data_packets: u64,
+    /// Of those, packets sent again (after a NAK or a timeout).
+    pub retransmitted_packets: u64,
+    pub acks: u64,
+    pub naks: u64,
+    /// NAKs not sent: the same PSN was NAKed within `nak_interval`.
+    pub naks_suppressed: u64,
+    /// NAKs that moved a sender back.
+    pub nak_go_backs: u64,
+    pub timeouts: u64,
+    /// Data packets past the expected PSN, discarded by the receiver.
+    pub out_of_order: u64,
+    /// Data packets below the expected PSN (already received).
+    pub duplicates: u64,
+    /// Times a sender found its NIC queue at `nic_limit` and waited.
+    pub nic_waits: u64,
+    pub cnps_sent: u64,
+    pub cnps_received: u64,
+    pub rate_cuts: u64,
+    /// Cuts the minimum rate bounded.
+    pub min_rate_bound: u64,
+    pub fast_recovery: u64,
+    pub additive_increase: u64,
+    pub hyper_increase: u64,
+    /// The lowest rate any reaction point was cut to, bits per second.
+    pub lowest_rate_bps: Option<f64>,
 }
 
 impl World {
@@ -50,6 +85,7 @@ impl World {
             completed: Vec::new(),
             pacers: Vec::new(),
             eqds: None,
+            roce: RoceCounters::default(),
         }
     }
 

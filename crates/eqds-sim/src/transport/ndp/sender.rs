@@ -266,7 +266,7 @@ impl Endpoint for NdpSender {
                 return;
             }
             // Nothing else is addressed to an NDP sender.
-            PacketKind::Data | PacketKind::Control => return,
+            PacketKind::Data | PacketKind::Control | PacketKind::Cnp => return,
             PacketKind::Ack => self.on_ack(ctx, index, p.timestamp),
             PacketKind::Nack => {
                 self.on_lost(index, false);

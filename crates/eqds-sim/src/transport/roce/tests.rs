@@ -1,0 +1,391 @@
+//! The sender and the receiver each on its own: a two-host network whose events a
+//! small loop runs, delivering what the endpoint sends to the test instead of the
+//! far end, which the test plays.
+
+use super::dcqcn::{DcqcnParams, Profile};
+use super::{Recovery, RoceConfig, RoceReceiver, RoceSender};
+use crate::engine::{Event, SimRng};
+use crate::flow::{FlowRecord, FlowSpec, Protocol};
+use crate::ids::EndpointId;
+use crate::net::packet::{flags, Packet, PacketKind};
+use crate::net::queue::QueueSpec;
+use crate::net::switch::LoadBalancing;
+use crate::net::{LinkSpec, NetworkBuilder};
+use crate::transport::{Ctx, Endpoint, Ends};
+use crate::units::{serialisation_time, Time, US};
+use crate::world::World;
+use rand::SeedableRng;
+
+const RATE: u64 = 40_000_000_000;
+/// Host 1 sends to host 0: the sender is endpoint 0, the receiver endpoint 1.
+const SENDER: EndpointId = 0;
+const RECEIVER: EndpointId = 1;
+
+fn cfg() -> RoceConfig {
+    RoceConfig {
+        mss: 1000,
+        header: 64,
+        first_extra: 0,
+        message_size: None,
+        ack_every: 1,
+        recovery: Recovery::GoBackN,
+        nak_interval: 500 * US,
+        rto: 1000 * US,
+        rto_max: 8000 * US,
+        nic_limit: 1,
+        class: 0,
+        ack_class: 0,
+    }
+}
+
+fn ends() -> Ends {
+    Ends {
+        flow: 0,
+        host: 1,
+        me: SENDER,
+        peer_host: 0,
+        peer: RECEIVER,
+    }
+}
+
+struct Rig {
+    world: World,
+    now: Time,
+    /// What the endpoint under test sent, with when it reached the switch.
+    out: Vec<(Time, Packet)>,
+}
+
+impl Rig {
+    fn new(size: u64) -> Rig {
+        let unlimited = QueueSpec::DropTail {
+            limit_packets: None,
+            limit_bytes: None,
+        };
+        let mut b = NetworkBuilder::new(
+            2,
+            unlimited.clone(),
+            unlimited,
+            0,
+            LoadBalancing::Ecmp,
+            Box::new(|| 0),
+        );
+        let link = LinkSpec {
+            rate_bps: RATE,
+            latency: US,
+        };
+        // One switch, as `single_switch` builds it.
+        let sw = b.switch(0, 2, 1, 0, 1);
+        for h in 0..2 {
+            b.link(h, b.down_port(sw, h), link, "host_up", "switch_down");
+        }
+        let net = b.finish(2);
+        let mut world = World::new(net, SimRng::seed_from_u64(1), 1);
+        let spec = FlowSpec {
+            src: 1,
+            dst: 0,
+            size: Some(size),
+            start: 0,
+            protocol: Protocol::Roce,
+            origin: 0,
+            legacy: false,
+        };
+        world.flows.push(FlowRecord::new(spec, SENDER, RECEIVER));
+        world.timers.grow(2);
+        Rig {
+            world,
+            now: 0,
+            out: Vec::new(),
+        }
+    }
+
+    fn ctx(&mut self, me: EndpointId) -> Ctx<'_> {
+        Ctx {
+            now: self.now,
+            me,
+            world: &mut self.world,
+        }
+    }
+
+    /// Hands `pkt` to the endpoint under test (`me`) at the rig's time.
+    fn deliver(&mut self, ep: &mut dyn Endpoint, me: EndpointId, pkt: Packet) {
+        let id = self.world.pkts.alloc(pkt);
+        ep.on_packet(&mut self.ctx(me), id);
+    }
+
+    /// Runs the network and `ep`'s timer until `end`, collecting what reaches the
+    /// switch; the clock stops at `end`. (A marker event stops it: the calendar
+    /// queue must not be popped past the time the test goes on from.)
+    fn run(&mut self, ep: &mut dyn Endpoint, me: EndpointId, end: Time) {
+        self.world
+            .events
+            .push(end, Event::Sample { series: u8::MAX });
+        while let Some((t, e)) = self.world.events.pop() {
+            self.now = t;
+            match e {
+                Event::Arrive { pkt, .. } => {
+                    self.out.push((t, *self.world.pkts.get(pkt)));
+                    self.world.pkts.free(pkt);
+                }
+                Event::TxDone { port } => self.world.tx_done(t, port),
+                Event::Timer { endpoint } => {
+                    if self.world.timers.fire(endpoint, t, &mut self.world.events) {
+                        ep.on_timer(&mut self.ctx(me));
+                    }
+                }
+                Event::Sample { .. } => break,
+                _ => unreachable!("the rig makes no other events"),
+            }
+        }
+        self.now = end;
+    }
+
+    /// The packets of `kind` collected so far, taken out.
+    fn take(&mut self, kind: PacketKind) -> Vec<(Time, Packet)> {
+        let (mine, rest) = std::mem::take(&mut self.out)
+            .into_iter()
+            .partition(|(_, p)| p.kind == kind);
+        self.out = rest;
+        mine
+    }
+}
+
+/// A data packet of PSN `psn` for the receiver, `payload` bytes long.
+fn data(psn: u64, payload: u32, ce: bool) -> Packet {
+    Packet {
+        kind: PacketKind::Data,
+        seq: psn,
+        payload,
+        size: payload + 64,
+        flags: if ce {
+            flags::ECT | flags::CE
+        } else {
+            flags::ECT
+        },
+        ..ends().packet()
+    }
+}
+
+/// A control packet for the sender.
+fn control(kind: PacketKind, ack: u64) -> Packet {
+    Packet {
+        kind,
+        ack,
+        size: 64,
+        ..ends().reversed().packet()
+    }
+}
+
+fn acks(sent: &[(Time, Packet)]) -> Vec<u64> {
+    sent.iter().map(|(_, p)| p.ack).collect()
+}
+
+#[test]
+fn receiver_coalesces_acks_and_always_acks_a_message_end() {
+    let mut rig = Rig::new(10 * 1000);
+    let cfg = RoceConfig {
+        ack_every: 4,
+        message_size: Some(5000),
+        ..cfg()
+    };
+    let mut rx = RoceReceiver::new(cfg, ends().reversed(), 7, Some(10_000), None);
+    for psn in 0..10 {
+        rig.deliver(&mut rx, RECEIVER, data(psn, 1000, false));
+    }
+    rig.run(&mut rx, RECEIVER, 100 * US);
+    let sent = rig.take(PacketKind::Ack);
+    // The 4th packet, the 5th (a message's last), then 4 more, then the flow's last.
+    assert_eq!(acks(&sent), vec![4, 5, 9, 10]);
+    assert!(sent
+        .iter()
+        .all(|(_, p)| p.size == 64 && p.dst == 1 && p.entropy == 7));
+    let f = &rig.world.flows[0];
+    assert_eq!((f.delivered, f.received), (10_000, 10_000));
+    assert!(f.end.is_some(), "the flow completes with its last byte");
+    assert_eq!(rig.world.roce.acks, 4);
+}
+
+#[test]
+fn receiver_naks_a_gap_once_per_interval_and_reacks_duplicates() {
+    let mut rig = Rig::new(10 * 1000);
+    let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(10_000), None);
+    rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
+    // PSN 1 is lost: 2 and 3 are dropped, and only the first gap is NAKed.
+    rig.deliver(&mut rx, RECEIVER, data(2, 1000, false));
+    rig.deliver(&mut rx, RECEIVER, data(3, 1000, false));
+    rig.run(&mut rx, RECEIVER, 499 * US);
+    rig.deliver(&mut rx, RECEIVER, data(4, 1000, false));
+    rig.run(&mut rx, RECEIVER, 500 * US);
+    // The interval is over: the same gap is NAKed again.
+    rig.deliver(&mut rx, RECEIVER, data(5, 1000, false));
+    rig.run(&mut rx, RECEIVER, 600 * US);
+    let naks = rig.take(PacketKind::Nack);
+    assert_eq!(acks(&naks), vec![1, 1]);
+    assert!(naks[1].0 >= 500 * US);
+    assert_eq!(
+        rig.world.flows[0].delivered, 1000,
+        "nothing past a gap is kept"
+    );
+    rig.deliver(&mut rx, RECEIVER, data(1, 1000, false));
+    rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
+    rig.run(&mut rx, RECEIVER, 700 * US);
+    assert_eq!(acks(&rig.take(PacketKind::Ack)), vec![1, 2, 2]);
+    let c = rig.world.roce;
+    assert_eq!((c.out_of_order, c.naks, c.naks_suppressed), (4, 2, 2));
+    assert_eq!(c.duplicates, 1);
+}
+
+#[test]
+fn receiver_np_sends_at_most_one_cnp_per_interval() {
+    let mut rig = Rig::new(1000 * 1000);
+    let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(1_000_000), Some(50 * US));
+    // A marked packet every 10 µs for 300 µs.
+    for i in 0..30 {
+        rig.run(&mut rx, RECEIVER, i * 10 * US);
+        rig.deliver(&mut rx, RECEIVER, data(i, 1000, true));
+    }
+    rig.run(&mut rx, RECEIVER, 400 * US);
+    let cnps = rig.take(PacketKind::Cnp);
+    let times: Vec<Time> = cnps.iter().map(|(t, _)| *t).collect();
+    // One at once, then one at the end of each 50 µs interval holding a mark; the
+    // last mark (290 µs) is answered when its interval ends at 300 µs.
+    assert_eq!(cnps.len(), 7, "CNPs at {times:?}");
+    assert!(times.windows(2).all(|w| w[1] - w[0] >= 50 * US));
+    assert_eq!(rig.world.roce.cnps_sent, 7);
+    // Unmarked packets make none.
+    let mut rig = Rig::new(1000 * 1000);
+    let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(1_000_000), Some(50 * US));
+    rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
+    rig.run(&mut rx, RECEIVER, 400 * US);
+    assert!(rig.take(PacketKind::Cnp).is_empty());
+}
+
+/// The PSNs of the data packets collected so far, taken out.
+fn psns(rig: &mut Rig) -> Vec<u64> {
+    rig.take(PacketKind::Data)
+        .iter()
+        .map(|(_, p)| p.seq)
+        .collect()
+}
+
+#[test]
+fn sender_paces_at_line_rate_and_holds_the_nic_queue_at_its_limit() {
+    let mut rig = Rig::new(20 * 1000);
+    let mut tx = RoceSender::new(cfg(), ends(), 0, Some(20_000), None);
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 100 * US);
+    let sent = rig.take(PacketKind::Data);
+    assert_eq!(sent.len(), 20);
+    let gap = serialisation_time(1064, RATE);
+    assert!(sent.windows(2).all(|w| w[1].0 - w[0].0 == gap));
+    assert!(sent.iter().all(|(_, p)| !p.has(flags::ECT)));
+    // Another sender on the host fills the NIC queue: this one waits for it.
+    let mut rig = Rig::new(20 * 1000);
+    let busy = Packet {
+        size: 9000,
+        ..ends().packet()
+    };
+    rig.world.send_from_host(0, busy);
+    rig.world.send_from_host(0, busy);
+    let mut tx = RoceSender::new(cfg(), ends(), 0, Some(20_000), None);
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 100 * US);
+    let first = rig.take(PacketKind::Data)[2].0;
+    assert!(first >= 2 * serialisation_time(9000, RATE));
+    assert!(rig.world.roce.nic_waits >= 1);
+}
+
+#[test]
+fn sender_goes_back_n_or_to_the_message_start_on_a_nak() {
+    for (recovery, resend_from) in [(Recovery::GoBackN, 7), (Recovery::GoBack0, 5)] {
+        let cfg = RoceConfig {
+            recovery,
+            message_size: Some(5000),
+            ..cfg()
+        };
+        let mut rig = Rig::new(20 * 1000);
+        let mut tx = RoceSender::new(cfg, ends(), 0, Some(20_000), None);
+        tx.on_start(&mut rig.ctx(SENDER));
+        rig.run(&mut tx, SENDER, 5 * US);
+        let before = psns(&mut rig);
+        assert_eq!(before, (0..before.len() as u64).collect::<Vec<_>>());
+        assert!(before.len() > 10);
+        rig.deliver(&mut tx, SENDER, control(PacketKind::Nack, 7));
+        rig.run(&mut tx, SENDER, 8 * US);
+        // What was on the wire when the NAK came, then the resends.
+        let after: Vec<u64> = psns(&mut rig)
+            .into_iter()
+            .skip_while(|&p| p > resend_from)
+            .collect();
+        assert_eq!(after[0], resend_from, "{recovery:?}");
+        assert_eq!(after[1], resend_from + 1);
+        assert!(rig.world.flows[0].retransmits >= 2, "{recovery:?}");
+        assert_eq!(rig.world.roce.nak_go_backs, 1);
+    }
+}
+
+#[test]
+fn sender_times_out_without_ack_progress_and_backs_off() {
+    let mut rig = Rig::new(3 * 1000);
+    let mut tx = RoceSender::new(cfg(), ends(), 0, Some(3000), None);
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 10 * US);
+    assert_eq!(psns(&mut rig), vec![0, 1, 2]);
+    // PSN 0 arrived, the rest did not: the timeout runs from the ACK.
+    rig.deliver(&mut tx, SENDER, control(PacketKind::Ack, 1));
+    let acked = rig.now;
+    rig.run(&mut tx, SENDER, 20_000 * US);
+    let resends = rig.take(PacketKind::Data);
+    let starts: Vec<Time> = resends
+        .iter()
+        .filter(|(_, p)| p.seq == 1)
+        .map(|(t, _)| *t)
+        .collect();
+    assert!(resends
+        .iter()
+        .all(|(_, p)| p.seq >= 1 && p.has(flags::RETRANSMIT)));
+    // At 1, 1 + 2, 1 + 2 + 4, 1 + 2 + 4 + 8 ms, then every 8 ms (the cap).
+    let gaps: Vec<Time> = std::iter::once(starts[0] - acked)
+        .chain(starts.windows(2).map(|w| w[1] - w[0]))
+        .map(|g| g / (1000 * US))
+        .collect();
+    assert_eq!(gaps, vec![1, 2, 4, 8], "resends at {starts:?}");
+    assert_eq!(rig.world.flows[0].timeouts, 4);
+    // Progress resets the timeout.
+    rig.deliver(&mut tx, SENDER, control(PacketKind::Ack, 2));
+    let acked = rig.now;
+    rig.run(&mut tx, SENDER, 40_000 * US);
+    let next = rig.take(PacketKind::Data);
+    assert_eq!(next[0].1.seq, 2);
+    assert_eq!((next[0].0 - acked) / (1000 * US), 1);
+}
+
+#[test]
+fn sender_with_dcqcn_marks_ect_and_slows_down_on_a_cnp() {
+    let dcqcn = DcqcnParams::profile(Profile::Paper, RATE);
+    let mut rig = Rig::new(1000 * 1000);
+    let mut tx = RoceSender::new(cfg(), ends(), 0, Some(1_000_000), Some(dcqcn));
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 5 * US);
+    let before = rig.take(PacketKind::Data);
+    assert!(before.iter().all(|(_, p)| p.has(flags::ECT)));
+    let cut = rig.now;
+    rig.deliver(&mut tx, SENDER, control(PacketKind::Cnp, 0));
+    rig.run(&mut tx, SENDER, 10 * US);
+    let after: Vec<Time> = rig
+        .take(PacketKind::Data)
+        .iter()
+        .map(|(_, p)| p.timestamp)
+        .filter(|&t| t >= cut)
+        .collect();
+    // α = 1: the first cut halves the rate, so packets leave twice as far apart.
+    let gap = serialisation_time(1064, RATE);
+    assert!(after.len() > 5);
+    let spaced: Vec<Time> = after.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        spaced.iter().all(|&g| g.abs_diff(2 * gap) <= 1),
+        "{spaced:?}"
+    );
+    let c = rig.world.roce;
+    assert_eq!((c.cnps_received, c.rate_cuts), (1, 1));
+    assert_eq!(c.lowest_rate_bps, Some(RATE as f64 / 2.0));
+}

@@ -1,0 +1,261 @@
+//! RoCEv2 with DCQCN at the scenario level: line rate on an idle path, go-back-N
+//! and go-back-0 through a lossy drop-tail queue, a lost tail recovered by the
+//! timeout, CNP spacing under a queue that marks everything, determinism, and
+//! errors that name the key.
+
+mod common;
+
+use eqds_sim::flow::FlowRecord;
+use eqds_sim::scenario::Scenario;
+use eqds_sim::sim::Simulation;
+use eqds_sim::units::{SEC, US};
+use serde_json::Value;
+
+/// `senders`-to-1 RoCE incast of `size` bytes each on one 40 Gbps switch whose
+/// ports run `queue`; `roce` is the body of `[transport.roce]`.
+fn incast(senders: u32, size: &str, queue: &str, roce: &str) -> String {
+    format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = {hosts}
+        link = {{ rate = "40Gbps", latency = "1us" }}
+        [switch]
+        queue = {queue}
+        [transport]
+        protocol = "roce"
+        [transport.roce]
+        {roce}
+        [workload]
+        kind = "incast"
+        receiver = 0
+        senders = {senders}
+        size = "{size}"
+        [stop]
+        time = "1s"
+        "#,
+        hosts = senders + 1
+    )
+}
+
+/// Runs `text` to its end and returns the flows and the summary's `"roce"` object.
+fn run(text: &str) -> (Vec<FlowRecord>, Value) {
+    let (flows, _, sim) = common::run(text);
+    (flows, sim.roce_summary().expect("RoCE flows ran"))
+}
+
+fn all_complete(flows: &[FlowRecord], size: u64) {
+    for f in flows {
+        assert!(f.end.is_some(), "flow from {} stalled", f.spec.src);
+        assert_eq!(f.delivered, size, "flow from {}", f.spec.src);
+    }
+}
+
+#[test]
+fn a_write_on_an_idle_path_runs_at_line_rate() {
+    let text = incast(
+        1,
+        "1MB",
+        r#"{ kind = "drop_tail", limit_packets = 100 }"#,
+        "",
+    );
+    let (flows, roce) = run(&text);
+    all_complete(&flows, 1_000_000);
+    let fct = flows[0].fct().unwrap();
+    let goodput = 1e6 * 8.0 * SEC as f64 / fct as f64;
+    // Every 1500 B packet carries 1436 B, the first 16 B fewer (the RETH).
+    let line = 40e9 * 1436.0 / 1500.0;
+    assert!(
+        goodput > 0.98 * line,
+        "{goodput:.3e} b/s against {line:.3e}"
+    );
+    assert_eq!(roce["retransmitted_packets"], 0);
+    assert_eq!(
+        roce["rate_cuts"], 0,
+        "nothing marks: DCQCN leaves the rate alone"
+    );
+    assert_eq!(roce["data_packets"], 697);
+}
+
+/// A 2-to-1 incast through an 8-packet drop-tail queue without congestion
+/// control: 40 and 25 Gbps into 40, so that a third of what arrives is dropped.
+/// (Two senders at the same rate phase-lock: one loses every packet, the other
+/// none, and the loser's gap shows only at its timeout.)
+fn lossy(recovery: &str) -> (Vec<FlowRecord>, Value) {
+    let roce = format!("dcqcn = false\nrecovery = \"{recovery}\"\nmessage_size = \"64KB\"");
+    let text = incast(
+        2,
+        "300KB",
+        r#"{ kind = "drop_tail", limit_packets = 8 }"#,
+        &roce,
+    );
+    run(&text.replace(
+        "[transport]",
+        "[host]\nlinks = [{ hosts = [2], rate = \"25Gbps\" }]\n[transport]",
+    ))
+}
+
+#[test]
+fn go_back_n_and_go_back_0_recover_from_drops() {
+    let (flows, n) = lossy("go_back_n");
+    all_complete(&flows, 300_000);
+    assert!(n["out_of_order"].as_u64().unwrap() > 0);
+    assert!(n["nak_go_backs"].as_u64().unwrap() > 0);
+    let resent_n = n["retransmitted_packets"].as_u64().unwrap();
+    assert!(resent_n > 0);
+    let (flows, zero) = lossy("go_back_0");
+    all_complete(&flows, 300_000);
+    let resent_0 = zero["retransmitted_packets"].as_u64().unwrap();
+    assert!(
+        resent_0 > resent_n,
+        "go-back-0 resent {resent_0} packets, go-back-N {resent_n}"
+    );
+    assert!(zero["duplicates"].as_u64().unwrap() > 0);
+}
+
+/// Four-packet flows from two senders into a queue with room for one: the last
+/// packets of a flow are dropped with nothing behind them to reveal the gap.
+fn tail_loss(rto: &str) -> (Vec<FlowRecord>, Value) {
+    let roce = format!("dcqcn = false\nrto = \"{rto}\"\nrto_max = \"1s\"");
+    let mut text = incast(
+        2,
+        "5000B",
+        r#"{ kind = "drop_tail", limit_packets = 1 }"#,
+        &roce,
+    );
+    text = text.replace("time = \"1s\"", "time = \"100ms\"");
+    run(&text)
+}
+
+#[test]
+fn a_lost_tail_is_resent_by_the_timeout() {
+    let (flows, roce) = tail_loss("1ms");
+    all_complete(&flows, 5000);
+    assert!(roce["timeouts"].as_u64().unwrap() >= 1, "{roce}");
+    let recovered = flows.iter().map(|f| f.timeouts).sum::<u64>();
+    assert_eq!(Some(recovered), roce["timeouts"].as_u64());
+    // Without a timeout within the run, the same flow never completes.
+    let (flows, _) = tail_loss("1s");
+    assert!(flows.iter().any(|f| f.end.is_none()));
+}
+
+#[test]
+fn cnps_are_spaced_by_the_interval_and_cut_the_rate() {
+    // A queue that marks every packet: the NP answers at most one per 50 µs.
+    let red = r#"{ kind = "red", min_bytes = 0, max_bytes = 0, p_max = 1.0 }"#;
+    let (flows, roce) = run(&incast(1, "500KB", red, ""));
+    all_complete(&flows, 500_000);
+    let duration = flows[0].fct().unwrap();
+    let cnps = roce["cnps_sent"].as_u64().unwrap();
+    let bound = duration / (50 * US) + 1;
+    assert!(cnps >= 2 && cnps <= bound, "{cnps} CNPs in {duration} ps");
+    // All but a CNP in flight when the flow completed reach the sender.
+    let received = roce["cnps_received"].as_u64().unwrap();
+    assert!(received + 1 >= cnps && received <= cnps);
+    assert_eq!(roce["rate_cuts"], roce["cnps_received"]);
+    let lowest = roce["lowest_rate_bps"].as_f64().unwrap();
+    assert!(lowest < 40e9 / 4.0, "lowest rate {lowest:.3e}");
+    // The cuts slow the flow down well below line rate.
+    let line_time = 500_000.0 * 8.0 / 40e9 * SEC as f64;
+    assert!(duration as f64 > 3.0 * line_time);
+}
+
+#[test]
+fn runs_with_dcqcn_are_deterministic() {
+    let red = r#"{ kind = "red", min_bytes = "5KB", max_bytes = "200KB", p_max = 0.01, limit_packets = 200 }"#;
+    let text = incast(4, "300KB", red, "ack_every = 2")
+        + "[output]\nports_csv = true\nflow_series = { interval = \"50us\" }\n";
+    common::assert_runs_are_deterministic(&text);
+}
+
+#[test]
+fn outputs_without_roce_have_no_roce_object() {
+    let text = incast(1, "100KB", r#"{ kind = "drop_tail" }"#, "")
+        .replace("protocol = \"roce\"", "protocol = \"newreno\"");
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = common::run_dir(&text, dir.path());
+    assert!(outcome.summary.get("roce").is_none());
+}
+
+fn load_error(text: &str) -> String {
+    match Scenario::from_str_with(text, "bad.toml", ".".into(), &[]) {
+        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn build_error(text: &str) -> String {
+    let loaded = common::load(text);
+    match Simulation::new(&loaded, None) {
+        Ok(_) => panic!("built a bad scenario:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn bad_roce_keys_are_named() {
+    let q = r#"{ kind = "drop_tail" }"#;
+    for (roce, named) in [
+        ("opcode = \"read\"", "`transport.roce.opcode`"),
+        ("bogus = 1", "bogus"),
+        ("ack_every = 0", "transport.roce.ack_every"),
+        ("nic_limit = 0", "transport.roce.nic_limit"),
+        ("message_size = 0", "transport.roce.message_size"),
+        ("nak_interval = 0", "transport.roce.nak_interval"),
+        ("rto = \"2s\"\nrto_max = \"1s\"", "transport.roce.rto"),
+        ("rto_max = \"20s\"", "transport.roce.rto_max"),
+        ("recovery = \"go_back_1\"", "`transport.roce.recovery`"),
+        ("dcqcn = 3", "`transport.roce.dcqcn`"),
+        (
+            "dcqcn = { profile = \"dcqcn\" }",
+            "`transport.roce.dcqcn.profile`",
+        ),
+        ("dcqcn = { gain = 0.5 }", "gain"),
+        ("dcqcn = { g = \"half\" }", "`transport.roce.dcqcn.g`"),
+    ] {
+        let err = load_error(&incast(1, "1MB", q, roce));
+        assert!(err.contains(named), "{roce}: {err}");
+    }
+    let err = load_error(&incast(1, "1MB", q, "").replace("[transport]", "[transport]\nmtu = 80"));
+    assert!(err.contains("transport.roce.opcode"), "{err}");
+    // Values that depend on the sender's line rate are checked when the run is built.
+    for (roce, named) in [
+        ("dcqcn = { g = 2.0 }", "transport.roce.dcqcn.g"),
+        (
+            "dcqcn = { min_rate = \"100Gbps\" }",
+            "transport.roce.dcqcn.min_rate",
+        ),
+        (
+            "dcqcn = { alpha_timer = 0 }",
+            "transport.roce.dcqcn.alpha_timer",
+        ),
+    ] {
+        let err = build_error(&incast(1, "1MB", q, roce));
+        assert!(err.contains(named), "{roce}: {err}");
+    }
+    // Switched off, DCQCN's values are not used and not checked.
+    build_error_free(&incast(1, "1MB", q, "dcqcn = { enabled = false, g = 2.0 }"));
+    let err = build_error(&(incast(1, "1MB", q, "") + "[eqds]\nenabled = true\n"));
+    assert!(err.contains("eqds.enabled"), "{err}");
+}
+
+fn build_error_free(text: &str) {
+    let loaded = common::load(text);
+    if let Err(e) = Simulation::new(&loaded, None) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn dcqcn_tables_and_switches_are_read() {
+    let q = r#"{ kind = "drop_tail" }"#;
+    for roce in [
+        "dcqcn = true",
+        "dcqcn = false",
+        "[transport.roce.dcqcn]\nprofile = \"mlx-fw\"\ng = 0.0625\nbyte_counter = 0",
+        "dcqcn = { profile = \"hpcc-ns3\", rai = \"10Mbps\", alpha_first = false }",
+        "dcqcn = { profile = \"htsim\", cnp_interval = \"4us\", min_cut_interval = \"4us\" }",
+    ] {
+        build_error_free(&incast(1, "1MB", q, roce));
+    }
+}
