@@ -492,6 +492,12 @@ impl Network {
         }
         let drops = self.ports[port as usize].stats.drops;
         self.enqueue(port, pkt, ctx);
+        if self.ports[port as usize].paused != 0
+            && self.queues[port as usize].backlog_packets() == 1
+        {
+            // A paused queue that just got a packet: the watchdog's clock starts.
+            self.watch(port, ctx);
+        }
         if lossless && self.ports[port as usize].stats.drops != drops {
             // The discipline refused it after all: take it off the counters.
             let pfc = self.pfc.as_deref_mut().expect("checked above");
@@ -570,12 +576,8 @@ impl Network {
         if let Some(until) = pfc.egress[port as usize].paused_until(f.priority) {
             ctx.events.push(until, Event::PfcTimer { port });
         }
-        if let Some(w) = pfc.settings.watchdog {
-            if !f.is_resume() {
-                ctx.events.push(now + w.detection, Event::PfcTimer { port });
-            }
-        }
         self.refresh_mask(port, ctx);
+        self.watch(port, ctx);
     }
 
     /// Recomputes what `port` may send; restarts it if a priority was released.
@@ -654,16 +656,26 @@ impl Network {
                 },
             }
             if let Some(t) = w.poll_timeout() {
-                if Some(t) != before && t > now {
+                if Some(t) != before && t >= now {
                     ctx.events.push(t, Event::PfcTimer { port });
                 }
             }
         }
         pfc.stormed[i] = (forward | drop, drop);
         if drop != 0 {
-            // Flush what the stormed priorities hold.
+            // Flush what the stormed priorities hold. A discipline with one queue for
+            // every class cannot hand out one class alone (its head blocks the rest
+            // anyway): it is flushed whole.
             let keep = !drop;
-            while let Some((pkt, size)) = self.queues[i].dequeue_unpaused(keep) {
+            let per_class = self.queues[i].serves_classes_apart();
+            let mut next = |q: &mut dyn crate::net::queue::QueueDiscipline| {
+                if per_class {
+                    q.dequeue_unpaused(keep)
+                } else {
+                    q.dequeue()
+                }
+            };
+            while let Some((pkt, size)) = next(&mut *self.queues[i]) {
                 let pfc = self.pfc.as_deref_mut().expect("called with PFC");
                 pfc.stats[i].watchdog_drops += 1;
                 self.ports[i].stats.drops += 1;
@@ -843,5 +855,75 @@ mod tests {
         let s = net.pfc.as_ref().unwrap().port_stats(MS, forward[1]);
         assert_eq!(s.frames.pause_received, 1);
         assert_eq!(s.frames.paused_time, 290 * US);
+    }
+
+    /// A queue paused for good (nothing ever resumes it) is stormed after the
+    /// detection time: with `drop` its packets go and are taken off the ingress
+    /// counters; with `forward` it sends them despite the PAUSE.
+    #[test]
+    fn the_watchdog_breaks_a_pause_that_never_ends() {
+        use crate::net::packet::Packet;
+        use crate::net::pfc::watchdog::{StormAction, WatchdogConfig};
+        for action in [StormAction::Drop, StormAction::Forward] {
+            let (mut net, forward) = ring();
+            let mut cfg = settings();
+            cfg.watchdog = Some(WatchdogConfig {
+                detection: MS,
+                restoration: MS,
+                action,
+            });
+            net.pfc = Some(Box::new(PfcFabric::new(cfg, &net).unwrap()));
+            let mut events = EventQueue::new();
+            let mut pkts = PacketSlab::new();
+            let mut rng = SimRng::seed_from_u64(1);
+            let port = forward[0];
+            let ingress = net.reverse[0]; // switch 0's port facing host 0
+            let mut ctx = PortCtx {
+                now: 0,
+                events: &mut events,
+                pkts: &mut pkts,
+                rng: &mut rng,
+            };
+            let pause = PauseFrame {
+                priority: 0,
+                quanta: u16::MAX,
+            };
+            net.pfc_frame(port, pause, &mut ctx);
+            for _ in 0..5 {
+                let pkt = ctx.pkts.alloc(Packet {
+                    src: 0,
+                    dst: 2,
+                    size: 1500,
+                    ..Default::default()
+                });
+                net.enqueue_from(port, pkt, ingress, &mut ctx);
+            }
+            assert_eq!(net.queues[port as usize].backlog_packets(), 5, "paused");
+            assert_eq!(net.ports[port as usize].stats.tx_packets, 0);
+            // Just before the detection time nothing happens; at it, the storm.
+            ctx.now = MS - 1;
+            net.pfc_timer(port, &mut ctx);
+            assert_eq!(net.queues[port as usize].backlog_packets(), 5);
+            ctx.now = MS;
+            net.pfc_timer(port, &mut ctx);
+            let stats = net.pfc.as_ref().unwrap().port_stats(MS, port);
+            assert_eq!(stats.storms, 1);
+            match action {
+                StormAction::Drop => {
+                    assert_eq!(net.queues[port as usize].backlog_packets(), 0);
+                    assert_eq!(stats.watchdog_drops, 5);
+                    assert_eq!(ctx.pkts.live(), 0, "dropped packets are freed");
+                    let ing = &net.pfc.as_ref().unwrap().ingress[ingress as usize];
+                    assert_eq!(ing.bytes[0], 0, "and taken off their ingress counter");
+                }
+                StormAction::Forward => {
+                    assert_eq!(net.ports[port as usize].paused, 0);
+                    assert_eq!(
+                        net.ports[port as usize].stats.tx_packets, 1,
+                        "sending again"
+                    );
+                }
+            }
+        }
     }
 }

@@ -80,6 +80,11 @@ pub trait QueueDiscipline {
             None
         }
     }
+    /// Whether [`QueueDiscipline::dequeue_unpaused`] can hand out one class while
+    /// others wait (a queue per class), rather than holding all behind a paused one.
+    fn serves_classes_apart(&self) -> bool {
+        false
+    }
     /// Bytes waiting.
     fn backlog_bytes(&self) -> u64;
     /// Packets waiting.

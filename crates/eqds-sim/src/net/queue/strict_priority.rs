@@ -56,6 +56,10 @@ impl QueueDiscipline for StrictPriority {
         self.classes.iter().map(|c| c.backlog_packets()).sum()
     }
 
+    fn serves_classes_apart(&self) -> bool {
+        true
+    }
+
     fn wants_departures(&self) -> bool {
         self.classes.iter().any(|c| c.wants_departures())
     }
