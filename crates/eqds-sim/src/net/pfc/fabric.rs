@@ -668,7 +668,7 @@ impl Network {
             // anyway): it is flushed whole.
             let keep = !drop;
             let per_class = self.queues[i].serves_classes_apart();
-            let mut next = |q: &mut dyn crate::net::queue::QueueDiscipline| {
+            let next = |q: &mut dyn crate::net::queue::QueueDiscipline| {
                 if per_class {
                     q.dequeue_unpaused(keep)
                 } else {
