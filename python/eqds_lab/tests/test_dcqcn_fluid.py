@@ -50,3 +50,17 @@ def test_command_line_writes_a_csv_and_refuses_bad_arguments(tmp_path):
     assert main(["--flows", "0", "--out", str(out)]) == 2
     with pytest.raises(ValueError):
         solve(FluidParams.paper(), [], 0.01)
+
+
+def test_a_flow_whose_alpha_decayed_cuts_less_than_a_new_one():
+    # Both at line rate into one link: the first marks cut the new flow (alpha 1) by
+    # half per CNP interval, the one with alpha 0.05 by 2.5 %.
+    p = FluidParams.paper()
+    run = solve(p, [p.capacity] * 2, 0.002, step=STEP, sample=1e-4, start_alpha=[0.05, 1.0])
+    assert run.alpha[0, 0] == pytest.approx(0.05, abs=0.01)
+    old, new = run.rc[-1]
+    assert old > 3 * new
+    with pytest.raises(ValueError):
+        solve(p, [p.capacity] * 2, 0.01, start_alpha=[1.0])
+    with pytest.raises(ValueError):
+        solve(p, [p.capacity], 0.01, start_alpha=[1.5])

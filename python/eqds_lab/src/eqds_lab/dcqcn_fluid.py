@@ -150,18 +150,26 @@ def solve(
     duration: float,
     step: float = 1e-6,
     sample: float = 100e-6,
+    start_alpha: list[float] | None = None,
 ) -> FluidRun:
     """Integrates (5)-(9) for flows starting at ``start_rates`` (packets/s, RT equal
-    to RC, alpha 1 as on a NIC) with an empty queue, for ``duration`` seconds."""
+    to RC) with an empty queue, for ``duration`` seconds. Each flow's alpha starts at
+    1, as on a NIC, or at ``start_alpha``: a flow that has run alone for a while has
+    let its alpha decay (equation (7) with p = 0), and so cuts less at the next mark
+    than a new flow."""
     if not start_rates:
         raise ValueError("start_rates: at least one flow")
+    if start_alpha is not None and (
+        len(start_alpha) != len(start_rates) or not all(0 <= a <= 1 for a in start_alpha)
+    ):
+        raise ValueError("start_alpha: one value in [0, 1] per flow")
     if step <= 0 or duration <= 0 or sample < step:
         raise ValueError("step, duration: must be positive, and sample at least one step")
     p = params
     c = p.capacity
     rc = np.clip(np.array(start_rates, dtype=float), p.min_rate, c)
     rt = rc.copy()
-    alpha = np.ones_like(rc)
+    alpha = np.ones_like(rc) if start_alpha is None else np.array(start_alpha, dtype=float)
     q = 0.0
     lag = max(1, round(p.delay / step))
     # Ring buffers of the last `lag` steps: p(q) and each flow's RC.
