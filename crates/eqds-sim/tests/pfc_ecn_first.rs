@@ -11,8 +11,8 @@ use proptest::prelude::*;
 /// through one switch of `buffer` bytes: every byte queued there came in on the
 /// sender's port (the receivers together take less than 40 Gbps). Marking is a step
 /// at `k` bytes (RED with Kmin = Kmax, Pmax 1), so a queue past `k` marks its next
-/// arrival. DCQCN reacts to one CNP per second at
-/// most, so the backlog keeps growing until PFC pauses the sender.
+/// arrival. DCQCN reacts to one CNP per second at most, so the backlog keeps
+/// growing until PFC pauses the sender.
 fn scenario(receivers: u32, slow: u32, buffer: u64, k: u64, stop: &str) -> String {
     let hosts: Vec<String> = (1..=receivers).map(|h| h.to_string()).collect();
     let workloads: String = (1..=receivers)
