@@ -214,6 +214,12 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
     let eqds_hosts = if eqds_flows > 0.0 { hosts } else { 0.0 };
     // Each tunnel's reorder queue is a ring of slots, allocated whole.
     let reorder_slots = f64::from(eqds.reorder_window_packets(fastest as u64, mtu as u32));
+    let pfc = if sc.pfc.enabled {
+        use crate::net::pfc::fabric::{bytes_per_port, BYTES_PER_PACKET};
+        ports * bytes_per_port(sc.pfc.watchdog.is_some()) as f64 + packets * BYTES_PER_PACKET as f64
+    } else {
+        0.0
+    };
     let parts = [
         ("the process", BASE),
         ("the network's ports and queues", ports * PER_PORT),
@@ -228,6 +234,7 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
             tunnels * (PER_TUNNEL + reorder_slots * PER_REORDER_SLOT) + eqds_hosts * PER_EQDS_HOST,
         ),
         ("the time series", series),
+        ("PFC's per-port state", pfc),
     ];
     let parts: Vec<(&'static str, u64)> = parts
         .into_iter()

@@ -175,6 +175,25 @@ impl PfcSettings {
     }
 }
 
+/// Bytes of PFC state per port, with or without a watchdog (for the memory
+/// estimate), and per packet in flight (its ingress record).
+pub fn bytes_per_port(watchdog: bool) -> usize {
+    use std::mem::size_of;
+    size_of::<PortId>()
+        + size_of::<EgressPause>()
+        + size_of::<Ingress>()
+        + size_of::<(u8, u8)>()
+        + size_of::<PortPfcStats>()
+        + if watchdog {
+            size_of::<[Watchdog; 8]>()
+        } else {
+            0
+        }
+}
+
+/// See [`bytes_per_port`].
+pub const BYTES_PER_PACKET: usize = std::mem::size_of::<PortId>();
+
 impl PfcFabric {
     /// PFC for `net`: every switch's buffer and every port's headroom worked out and
     /// checked. Errors name the setting and the switch or port that cannot work.
