@@ -289,6 +289,7 @@ fn queue_packets(q: &QueueSpec, header: u64) -> f64 {
         QueueSpec::StrictPriority { classes } => {
             classes.iter().map(|c| queue_packets(c, header)).sum()
         }
+        QueueSpec::RandomLoss { queue, .. } => queue_packets(queue, header),
         QueueSpec::Trimming {
             data_packets,
             data_bytes,

@@ -63,6 +63,32 @@ fn each_mistake_is_named() {
         ("latency = \"1us\"", "latency = \"1\"", "unit"),
         ("limit_packets = 20", "limit_packets = 0", "switch.queue"),
         ("limit_packets = 20", "limit_pakets = 20", "limit_pakets"),
+        // Random loss: a probability below 1, and the queue it wraps checked too.
+        (
+            "queue = { kind = \"drop_tail\", limit_packets = 20 }",
+            "queue = { kind = \"random_loss\", rate = 1.0, queue = { kind = \"drop_tail\" } }",
+            "switch.queue: rate: a loss probability must be within [0, 1), got 1",
+        ),
+        (
+            "queue = { kind = \"drop_tail\", limit_packets = 20 }",
+            "queue = { kind = \"random_loss\", rate = -0.01, queue = { kind = \"drop_tail\" } }",
+            "switch.queue: rate",
+        ),
+        (
+            "queue = { kind = \"drop_tail\", limit_packets = 20 }",
+            "queue = { kind = \"random_loss\", rate = 0.01, queue = { kind = \"drop_tail\", limit_packets = 0 } }",
+            "switch.queue: queue: a queue limit of 0",
+        ),
+        (
+            "queue = { kind = \"drop_tail\", limit_packets = 20 }",
+            "queue = { kind = \"random_loss\", rate = 0.01, queue = { kind = \"magic\" } }",
+            "`switch.queue.random_loss.queue`: unknown variant `magic`",
+        ),
+        (
+            "queue = { kind = \"drop_tail\", limit_packets = 20 }",
+            "queue = { kind = \"random_loss\", rate = 0.01 }",
+            "missing field `queue`",
+        ),
         ("protocol = \"newreno\"", "protocol = \"quic\"", "quic"),
         ("mtu = 1500", "mtu = 40", "mtu"),
         ("mtu = 1500", "mtu = 1500\nbogus = 1", "bogus"),

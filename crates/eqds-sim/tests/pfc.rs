@@ -121,6 +121,35 @@ fn static_thresholds_and_pause_quanta_keep_the_invariants() {
     }
 }
 
+/// Random loss on a lossless class models corruption, which PFC cannot prevent: it
+/// is allowed, its losses are the only drops, and PFC's invariants still hold
+/// (they count overflow, not corruption).
+#[test]
+fn random_loss_on_a_lossless_class_is_corruption_not_overflow() {
+    let lossy = r#"{ kind = "random_loss", rate = 0.001, queue = { kind = "drop_tail" } }"#;
+    let text = incast(&lossless(""), UNLIMITED).replacen(
+        &format!("[switch]\n        queue = {UNLIMITED}"),
+        &format!("[switch]\n        queue = {lossy}"),
+        1,
+    );
+    assert!(
+        text.contains("random_loss"),
+        "the switch queue was not replaced"
+    );
+    let (_, stats, sim) = common::run(&text);
+    let net = sim.network();
+    let pfc = net.pfc.as_deref().unwrap();
+    let mut losses = 0;
+    for (id, p) in net.ports.iter().enumerate() {
+        let s = pfc.port_stats(stats.end_time, id as u32);
+        assert_eq!(p.stats.drops, p.stats.random_losses, "port {id}");
+        assert_eq!((s.headroom_drops, s.lossless_drops), (0, 0), "port {id}");
+        assert!(s.max_headroom_bytes <= s.headroom_bytes, "port {id}");
+        losses += p.stats.random_losses;
+    }
+    assert!(losses > 0);
+}
+
 /// With pause quanta, a PAUSE is renewed while the counter stays above XON: many
 /// more PAUSE frames than RESUMEs.
 #[test]
@@ -204,6 +233,14 @@ fn bad_pfc_settings_are_named() {
         (
             incast("enabled = true\nlossless = [1]", sp_limited),
             "switch.queue.classes[1]: priority 1 is lossless",
+        ),
+        // A random-loss wrapper is allowed, but the queue it wraps is checked.
+        (
+            incast(
+                &lossless(""),
+                &format!("{{ kind = \"random_loss\", rate = 0.01, queue = {limited} }}"),
+            ),
+            "switch.queue.queue: priority 0 is lossless ([pfc] lossless) but this queue has a limit",
         ),
         (
             incast(&lossless("mode = \"sometimes\""), UNLIMITED),

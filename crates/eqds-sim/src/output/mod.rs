@@ -356,7 +356,7 @@ pub fn summary(
         );
     }
     let sum = |f: fn(&FlowRecord) -> u64| flows.iter().map(f).sum::<u64>();
-    json!({
+    let mut summary = json!({
         "simulator": concat!("eqds-sim ", env!("CARGO_PKG_VERSION")),
         "scenario_file": loaded.file,
         "scenario": loaded.table,
@@ -392,5 +392,12 @@ pub fn summary(
             "switches": net.switches.len(),
             "ports": net.ports.len(),
         },
-    })
+    });
+    // Only runs with a `random_loss` queue have the key, so others read as before.
+    let sc = &loaded.scenario;
+    if sc.switch.queue.loses_at_random() || sc.host.queue.loses_at_random() {
+        let losses: u64 = net.ports.iter().map(|p| p.stats.random_losses).sum();
+        summary["totals"]["random_losses"] = json!(losses);
+    }
+    summary
 }

@@ -56,13 +56,18 @@ fn split_shared_eqds_keys(eqds: &mut Table) -> Result<(), String> {
 
 fn retag_queue(q: &mut Value, path: &str) -> Result<(), String> {
     retag(q, path)?;
-    // Strict priority nests queues in `classes`.
+    // Strict priority nests queues in `classes`, random loss one in `queue`.
     if let Value::Table(outer) = q {
         if let Some(Value::Table(inner)) = outer.get_mut("strict_priority") {
             if let Some(Value::Array(classes)) = inner.get_mut("classes") {
                 for (i, c) in classes.iter_mut().enumerate() {
                     retag_queue(c, &format!("{path}.classes[{i}]"))?;
                 }
+            }
+        }
+        if let Some(Value::Table(inner)) = outer.get_mut("random_loss") {
+            if let Some(q) = inner.get_mut("queue") {
+                retag_queue(q, &format!("{path}.queue"))?;
             }
         }
     }

@@ -110,7 +110,8 @@ pub struct PortPfcStats {
     /// Lossless packets dropped because the headroom was full.
     pub headroom_drops: u64,
     /// Lossless packets a queue discipline dropped (a configuration that lets it is
-    /// refused, so this stays 0).
+    /// refused, so this stays 0). A `random_loss` wrapper's losses are corruption,
+    /// not overflow, and are not counted here.
     pub lossless_drops: u64,
     /// Packets dropped by the watchdog.
     pub watchdog_drops: u64,
@@ -509,21 +510,26 @@ impl Network {
                 self.send_frame(ingress, f, ctx);
             }
         }
-        let drops = self.ports[port as usize].stats.drops;
+        let counts = |s: &crate::net::queue::PortStats| (s.drops, s.random_losses);
+        let (drops, losses) = counts(&self.ports[port as usize].stats);
         self.enqueue(port, pkt, ctx);
+        let (drops_after, losses_after) = counts(&self.ports[port as usize].stats);
+        if lossless && drops_after != drops {
+            // The discipline refused it after all: take it off the counters.
+            let corrupted = losses_after != losses;
+            let pfc = self.pfc.as_deref_mut().expect("checked above");
+            if !corrupted {
+                pfc.stats[port as usize].lossless_drops += 1;
+            }
+            if let Some((ing, Some(f))) = pfc.depart(ctx.now, s, pkt, size, class) {
+                self.send_frame(ing, f, ctx);
+            }
+        }
         if self.ports[port as usize].paused != 0
             && self.queues[port as usize].backlog_packets() == 1
         {
             // A paused queue that just got a packet: the watchdog's clock starts.
             self.watch(port, ctx);
-        }
-        if lossless && self.ports[port as usize].stats.drops != drops {
-            // The discipline refused it after all: take it off the counters.
-            let pfc = self.pfc.as_deref_mut().expect("checked above");
-            pfc.stats[port as usize].lossless_drops += 1;
-            if let Some((ing, Some(f))) = pfc.depart(ctx.now, s, pkt, size, class) {
-                self.send_frame(ing, f, ctx);
-            }
         }
         self.after_transmit(port, ctx);
     }

@@ -9,6 +9,7 @@
 mod drop_tail;
 mod fair_queue;
 mod fifo;
+mod random_loss;
 mod red;
 mod spec;
 mod strict_priority;
@@ -17,6 +18,7 @@ mod trimming;
 pub use drop_tail::DropTail;
 pub use fair_queue::FairQueue;
 pub use fifo::Fifo;
+pub use random_loss::RandomLoss;
 pub use red::Red;
 pub use spec::{Limit, QueueSpec};
 pub use strict_priority::StrictPriority;
@@ -33,6 +35,9 @@ pub struct PortStats {
     pub tx_bytes: u64,
     pub drops: u64,
     pub dropped_bytes: u64,
+    /// Of `drops`, the packets a [`RandomLoss`] wrapper lost (corruption, not
+    /// congestion): PFC's lossless-drop invariant leaves them out.
+    pub random_losses: u64,
     pub marks: u64,
     /// Data packets cut to their header by a trimming queue.
     pub trims: u64,

@@ -1,7 +1,9 @@
 //! Queue disciplines as written in scenario files, and how they are built.
 
 use super::red::RedParams;
-use super::{DropTail, FairQueue, QueueDiscipline, Red, StrictPriority, TrimScheduler, Trimming};
+use super::{
+    DropTail, FairQueue, QueueDiscipline, RandomLoss, Red, StrictPriority, TrimScheduler, Trimming,
+};
 use crate::units::value::Bytes;
 use serde::Deserialize;
 
@@ -100,6 +102,9 @@ pub enum QueueSpec {
         #[serde(default = "yes")]
         return_to_sender: bool,
     },
+    /// Non-congestion loss (corruption) in front of `queue`: each arriving packet is
+    /// lost with probability `rate`, drawn from the run's seeded generator.
+    RandomLoss { rate: f64, queue: Box<QueueSpec> },
 }
 
 fn default_quantum() -> Bytes {
@@ -166,6 +171,7 @@ enum Plan {
         scheduler: TrimScheduler,
         return_to_sender: bool,
     },
+    RandomLoss(f64, Box<Plan>),
 }
 
 impl Plan {
@@ -190,6 +196,7 @@ impl Plan {
             Plan::StrictPriority(classes) => Box::new(StrictPriority::new(
                 classes.into_iter().map(Plan::build).collect(),
             )),
+            Plan::RandomLoss(rate, inner) => Box::new(RandomLoss::new(rate, inner.build())),
         }
     }
 }
@@ -208,7 +215,10 @@ impl QueueSpec {
     }
 
     /// The queue packets of class `class` land in, and its key path below this one
-    /// (`.classes[i]` for strict priority).
+    /// (`.classes[i]` for strict priority). A `random_loss` wrapper is looked
+    /// through (`.queue`): its losses model corruption, which PFC cannot prevent, so
+    /// it is allowed on a lossless class, but the queue it wraps must still leave
+    /// overflow to PFC.
     pub fn class_for(&self, class: u8) -> (&QueueSpec, String) {
         match self {
             QueueSpec::StrictPriority { classes } if !classes.is_empty() => {
@@ -216,7 +226,20 @@ impl QueueSpec {
                 let (q, path) = classes[i].class_for(class);
                 (q, format!(".classes[{i}]{path}"))
             }
+            QueueSpec::RandomLoss { queue, .. } => {
+                let (q, path) = queue.class_for(class);
+                (q, format!(".queue{path}"))
+            }
             q => (q, String::new()),
+        }
+    }
+
+    /// Whether this queue, or one inside it, loses packets at random.
+    pub fn loses_at_random(&self) -> bool {
+        match self {
+            QueueSpec::RandomLoss { .. } => true,
+            QueueSpec::StrictPriority { classes } => classes.iter().any(Self::loses_at_random),
+            _ => false,
         }
     }
 
@@ -411,6 +434,16 @@ impl QueueSpec {
                     .map(|(i, c)| c.plan().map_err(|e| format!("classes[{i}]: {e}")))
                     .collect::<Result<_, _>>()?;
                 Ok(Plan::StrictPriority(plans))
+            }
+            QueueSpec::RandomLoss { rate, queue } => {
+                // 1 would lose every packet; NaN compares false and is refused too.
+                if !(0.0..1.0).contains(rate) {
+                    return Err(format!(
+                        "rate: a loss probability must be within [0, 1), got {rate}"
+                    ));
+                }
+                let inner = queue.plan().map_err(|e| format!("queue: {e}"))?;
+                Ok(Plan::RandomLoss(*rate, Box::new(inner)))
             }
         }
     }

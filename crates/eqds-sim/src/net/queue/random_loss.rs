@@ -1,0 +1,154 @@
+//! Random loss in front of another discipline: each arriving packet is lost with a
+//! fixed probability, whatever the queue holds.
+//!
+//! This models non-congestion loss (bit errors, a bad optic or cable, FCS failures),
+//! the loss the DCQCN paper's §7 discusses for RoCEv2 and which PFC cannot prevent:
+//! PFC stops a queue from overflowing, not a frame from being corrupted. It is
+//! therefore allowed on a lossless priority, where it is the only way a packet is
+//! lost. Losses are independent per packet (Bernoulli), whatever its size.
+//!
+//! The packet is lost as it reaches this port, so it takes no time on the port's
+//! link; a corrupted frame would be serialised and then dropped by the far end's FCS
+//! check. The difference is one packet time per loss, which does not matter at the
+//! loss rates this is for.
+
+use super::{QueueCtx, QueueDiscipline, Verdict};
+use crate::ids::PacketId;
+use rand::Rng;
+
+pub struct RandomLoss {
+    inner: Box<dyn QueueDiscipline>,
+    /// Probability that an arriving packet is lost, in [0, 1).
+    rate: f64,
+}
+
+impl RandomLoss {
+    pub fn new(rate: f64, inner: Box<dyn QueueDiscipline>) -> Self {
+        debug_assert!((0.0..1.0).contains(&rate), "loss rate {rate}");
+        Self { inner, rate }
+    }
+}
+
+impl QueueDiscipline for RandomLoss {
+    fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict {
+        // Draw only when loss is possible, so that a rate of 0 leaves the run's
+        // random sequence, and with it every other random choice, untouched.
+        if self.rate > 0.0 && ctx.rng.random::<f64>() < self.rate {
+            ctx.stats.random_losses += 1;
+            return Verdict::Dropped;
+        }
+        self.inner.enqueue(pkt, ctx)
+    }
+
+    fn dequeue(&mut self) -> Option<(PacketId, u32)> {
+        self.inner.dequeue()
+    }
+
+    fn dequeue_unpaused(&mut self, paused: u8) -> Option<(PacketId, u32)> {
+        self.inner.dequeue_unpaused(paused)
+    }
+
+    fn serves_classes_apart(&self) -> bool {
+        self.inner.serves_classes_apart()
+    }
+
+    fn backlog_bytes(&self) -> u64 {
+        self.inner.backlog_bytes()
+    }
+
+    fn backlog_packets(&self) -> u32 {
+        self.inner.backlog_packets()
+    }
+
+    fn wants_departures(&self) -> bool {
+        self.inner.wants_departures()
+    }
+
+    fn departed(&mut self, pkt: PacketId, ctx: &mut QueueCtx) {
+        self.inner.departed(pkt, ctx);
+    }
+
+    /// Every arrival must face the draw, even at an idle port.
+    fn bypass_when_idle(&self) -> bool {
+        self.rate == 0.0 && self.inner.bypass_when_idle()
+    }
+
+    fn prefetch_head(&self) {
+        self.inner.prefetch_head();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::SimRng;
+    use crate::net::packet::{Packet, PacketSlab};
+    use crate::net::queue::{DropTail, Limit, PortStats};
+    use rand::SeedableRng;
+
+    /// Offers `n` packets to a lossy unlimited FIFO, emptying it as it goes; returns
+    /// the packets lost, the stats, and the generator for a look at its state.
+    fn offer(rate: f64, n: u32, seed: u64) -> (u32, PortStats, SimRng) {
+        let mut q = RandomLoss::new(rate, Box::new(DropTail::new(Limit::UNLIMITED)));
+        let mut pkts = PacketSlab::new();
+        let mut rng = SimRng::seed_from_u64(seed);
+        let mut stats = PortStats::default();
+        let mut lost = 0;
+        for _ in 0..n {
+            let id = pkts.alloc(Packet {
+                size: 1500,
+                ..Default::default()
+            });
+            let mut ctx = QueueCtx {
+                pkts: &mut pkts,
+                rng: &mut rng,
+                stats: &mut stats,
+            };
+            match q.enqueue(id, &mut ctx) {
+                Verdict::Queued => {
+                    let (got, size) = q.dequeue().expect("the packet just queued");
+                    assert_eq!((got, size), (id, 1500));
+                }
+                Verdict::Dropped => lost += 1,
+                Verdict::Returned => panic!("a lossy FIFO returns nothing"),
+            }
+            pkts.free(id);
+        }
+        assert_eq!(q.backlog_packets(), 0);
+        (lost, stats, rng)
+    }
+
+    /// The fraction lost is the rate, within 4.5 binomial standard deviations (a
+    /// fixed seed, so this is a check of the draw, not a flaky statistical test).
+    #[test]
+    fn loses_the_given_fraction() {
+        let n = 200_000u32;
+        for rate in [1e-3, 1e-2, 0.3] {
+            let (lost, stats, _) = offer(rate, n, 7);
+            let mean = rate * f64::from(n);
+            let sd = (mean * (1.0 - rate)).sqrt();
+            assert!(
+                (f64::from(lost) - mean).abs() < 4.5 * sd,
+                "rate {rate}: lost {lost} of {n}, expected {mean:.0} ± {:.0}",
+                4.5 * sd
+            );
+            assert_eq!(stats.random_losses, u64::from(lost));
+        }
+    }
+
+    /// A rate of 0 loses nothing, draws nothing and lets the port bypass the queue
+    /// as the inner discipline would.
+    #[test]
+    fn rate_zero_is_the_inner_discipline() {
+        let (lost, stats, rng) = offer(0.0, 1000, 7);
+        assert_eq!((lost, stats.random_losses), (0, 0));
+        assert_eq!(
+            rng,
+            SimRng::seed_from_u64(7),
+            "the generator was drawn from"
+        );
+        let inner = || Box::new(DropTail::new(Limit::UNLIMITED));
+        assert!(RandomLoss::new(0.0, inner()).bypass_when_idle());
+        assert!(!RandomLoss::new(1e-6, inner()).bypass_when_idle());
+    }
+}
