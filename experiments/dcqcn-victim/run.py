@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import polars as pl
-from eqds_lab import Quantity, write_result
+from eqds_lab import Quantity, print_quantities, write_result
 from eqds_lab.experiment import parse_args, run_case
 
 HERE = Path(__file__).resolve().parent
@@ -116,12 +116,7 @@ def main() -> int:
         plot="victim.png",
         data="victim.csv",
     )
-    print(
-        json.dumps(
-            json.loads((args.results / "result.json").read_text())["quantities"],
-            indent=1,
-        )
-    )
+    print_quantities(quantities)
     return 0 if passed else 1
 
 

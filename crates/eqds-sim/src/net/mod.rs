@@ -404,3 +404,23 @@ impl NetworkBuilder {
         self.net
     }
 }
+
+#[cfg(test)]
+impl NetworkBuilder {
+    /// For unit tests: `n_hosts` hosts, unlimited drop-tail queues everywhere, no
+    /// switch latency, ECMP with every switch's salt 0.
+    pub(crate) fn for_tests(n_hosts: u32) -> NetworkBuilder {
+        let unlimited = QueueSpec::DropTail {
+            limit_packets: None,
+            limit_bytes: None,
+        };
+        NetworkBuilder::new(
+            n_hosts,
+            unlimited.clone(),
+            unlimited,
+            0,
+            LoadBalancing::Ecmp,
+            Box::new(|| 0),
+        )
+    }
+}

@@ -1,6 +1,6 @@
 """eqds_lab: run eqds-sim sweeps locally, load their results, plot them."""
 
-from .report import Quantity, report, write_result
+from .report import Quantity, print_quantities, report, write_result
 from .results import load_flows, load_summaries, ping_rtts
 from .sweep import Run, Sweep, run_sweep
 
@@ -11,6 +11,7 @@ __all__ = [
     "load_flows",
     "load_summaries",
     "ping_rtts",
+    "print_quantities",
     "report",
     "run_sweep",
     "write_result",

@@ -770,8 +770,6 @@ mod tests {
     use super::*;
     use crate::engine::{EventQueue, SimRng};
     use crate::net::packet::PacketSlab;
-    use crate::net::queue::QueueSpec;
-    use crate::net::switch::LoadBalancing;
     use crate::net::{LinkSpec, NetworkBuilder};
     use crate::units::{MS, US};
     use rand::SeedableRng;
@@ -796,18 +794,7 @@ mod tests {
     /// Three switches in a ring, one host each: switch `i`'s port `up0` goes to
     /// switch `i + 1`, its `up1` comes from switch `i - 1`.
     fn ring() -> (Network, Vec<PortId>) {
-        let unlimited = QueueSpec::DropTail {
-            limit_packets: None,
-            limit_bytes: None,
-        };
-        let mut b = NetworkBuilder::new(
-            3,
-            unlimited.clone(),
-            unlimited,
-            0,
-            LoadBalancing::Ecmp,
-            Box::new(|| 0),
-        );
+        let mut b = NetworkBuilder::for_tests(3);
         let link = LinkSpec {
             rate_bps: 40_000_000_000,
             latency: US,

@@ -8,8 +8,6 @@ use crate::engine::{Event, SimRng};
 use crate::flow::{FlowRecord, FlowSpec, Protocol};
 use crate::ids::EndpointId;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::net::queue::QueueSpec;
-use crate::net::switch::LoadBalancing;
 use crate::net::{LinkSpec, NetworkBuilder};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::{serialisation_time, Time, US};
@@ -57,18 +55,7 @@ struct Rig {
 
 impl Rig {
     fn new(size: u64) -> Rig {
-        let unlimited = QueueSpec::DropTail {
-            limit_packets: None,
-            limit_bytes: None,
-        };
-        let mut b = NetworkBuilder::new(
-            2,
-            unlimited.clone(),
-            unlimited,
-            0,
-            LoadBalancing::Ecmp,
-            Box::new(|| 0),
-        );
+        let mut b = NetworkBuilder::for_tests(2);
         let link = LinkSpec {
             rate_bps: RATE,
             latency: US,
