@@ -99,6 +99,20 @@ pub struct HostParams {
     pub peer_eqifs: Vec<Share>,
     /// Per-tunnel windows; `None`: every tunnel has the configured window.
     pub tunnel_windows: Option<TunnelWindows>,
+    /// Per sending EQIF (by sender id), a send queue other than the configuration's
+    /// TCP-compatible one: an RDMA EQIF's ([`crate::rdma`]), with its own limit and
+    /// marking ramp. Missing or `None`: the configuration's.
+    pub queues: Vec<Option<EqifQueue>>,
+}
+
+/// A sending EQIF's per-destination send queue, where it is not the TCP-compatible
+/// one [`EqdsConfig`] describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EqifQueue {
+    /// Charged bytes the queue to one destination may hold.
+    pub limit_bytes: u64,
+    /// Its marking ramp; `None`: it never marks.
+    pub ecn: Option<Red>,
 }
 
 /// A host's EQDS. See the module documentation.
@@ -113,7 +127,8 @@ pub struct Host<P> {
     weigh_peers: bool,
     pace_control: bool,
     acks_first: bool,
-    send_queue_bytes: u64,
+    /// Send-queue limit per destination of each sending EQIF, in charged bytes.
+    send_queue_bytes: Vec<u64>,
     tunnel_windows: Option<TunnelWindows>,
     /// See "Timers at scale".
     slack: Time,
@@ -137,6 +152,7 @@ impl<P: Clone> Host<P> {
         let window = config.window * mtu;
         let send_queue_bytes = u64::from(config.send_queue) * u64::from(mtu);
         let (ecn_min, ecn_max) = config.ecn_thresholds();
+        let queue = |sender_id: usize| params.queues.get(sender_id).copied().flatten();
         let sender = |sender_id: usize| SenderConfig {
             mode: config.mode,
             mtu,
@@ -148,7 +164,7 @@ impl<P: Clone> Host<P> {
             // packets (the TCP ACKs a reorder queue's release triggers) fits where a
             // packet count sized for full packets would drop them.
             send_queue_packets: usize::MAX,
-            send_queue_bytes,
+            send_queue_bytes: queue(sender_id).map_or(send_queue_bytes, |q| q.limit_bytes),
             rto: config.rto,
             credit_loss_timeout: config.credit_loss_timeout(),
             paths: params.paths,
@@ -158,11 +174,14 @@ impl<P: Clone> Host<P> {
             path_stats: config.path_stats,
             path_avoidance: config.path_avoidance,
             loss_reorder_window: config.loss_reorder_window,
-            ecn: Some(Red {
-                min_bytes: u64::from(ecn_min) * u64::from(mtu),
-                max_bytes: u64::from(ecn_max) * u64::from(mtu),
-                max_p_ppm: config.ecn_max_p_ppm,
-            }),
+            ecn: queue(sender_id).map_or(
+                Some(Red {
+                    min_bytes: u64::from(ecn_min) * u64::from(mtu),
+                    max_bytes: u64::from(ecn_max) * u64::from(mtu),
+                    max_p_ppm: config.ecn_max_p_ppm,
+                }),
+                |q| q.ecn,
+            ),
             thin_stream_credit: config.thin_stream_credit,
         };
         let mut tx = Uplink::new(sender(0), params.eqifs[0]);
@@ -199,7 +218,9 @@ impl<P: Clone> Host<P> {
             peer_eqifs: params.peer_eqifs,
             pace_control: config.pace_control,
             acks_first: config.acks_first,
-            send_queue_bytes,
+            send_queue_bytes: (0..params.eqifs.len())
+                .map(|i| queue(i).map_or(send_queue_bytes, |q| q.limit_bytes))
+                .collect(),
             tunnel_windows: params.tunnel_windows,
             slack: config.slow_timer_slack(),
             slow_due: Time::MAX,
@@ -243,9 +264,12 @@ impl<P: Clone> Host<P> {
         self.rx.credit()
     }
 
-    /// Send-queue limit per destination, in charged bytes.
-    pub fn send_queue_limit(&self) -> u64 {
-        self.send_queue_bytes
+    /// Send-queue limit per destination of EQIF `eqif`, in charged bytes.
+    ///
+    /// # Panics
+    /// If there is no such EQIF.
+    pub fn send_queue_limit(&self, eqif: EqifIndex) -> u64 {
+        self.send_queue_bytes[eqif]
     }
 
     /// Bytes waiting in EQIF `eqif`'s send queue to `dst`.

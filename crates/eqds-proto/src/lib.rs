@@ -26,6 +26,8 @@
 //!   reorder queue next to the credit scheduler, delivering payloads to the host.
 //! - [`host`]: one host's EQDS, the entry point both front ends drive: its sending
 //!   EQIFs, uplink scheduler and receiving EQIF behind `handle_*`/`poll_*` calls.
+//! - [`rdma`]: the RDMA EQIF's flow control of an unmodified RDMA engine: CNPs to
+//!   its DCQCN (BlueField-2) or PFC PAUSE (Stingray).
 //! - [`config`]: the one configuration of EQDS ([`config::EqdsConfig`]), the front
 //!   ends' profiles, and (feature `config`) the `[eqds]` table both files share.
 //! - [`units`]: durations, rates and sizes as configuration files spell them.
@@ -40,6 +42,7 @@ pub mod config;
 pub mod eqif;
 pub mod host;
 pub mod paths;
+pub mod rdma;
 pub mod receiver;
 pub mod reorder;
 pub mod rtt;

@@ -167,6 +167,7 @@ impl Engine {
                 // daemon gives its own.
                 peer_eqifs: vec![config.tun_share, config.native_share],
                 tunnel_windows: None,
+                queues: Vec::new(),
             },
         );
         // Enough buffers for every peer's send queue, a window in flight and a full

@@ -23,6 +23,7 @@ fn params(seed: u64, eqifs: usize) -> HostParams {
         peer_eqifs: shares.clone(),
         eqifs: shares,
         tunnel_windows: None,
+        queues: Vec::new(),
     }
 }
 

@@ -20,12 +20,15 @@
 use super::encap::{self, NO_FLOW};
 use super::EqdsLayer;
 use crate::engine::{Event, EventQueue, SimRng, Timers};
+use crate::scenario::RdmaEqif;
 use crate::flow::FlowRecord;
 use crate::ids::{flow_of, EndpointId, HostId, PacketId, PortId};
 use crate::net::packet::{flags, Packet, PacketKind, PacketSlab};
 use crate::net::port::PortCtx;
+use crate::ids::Node;
 use crate::net::Network;
 use crate::units::Time;
+use eqds_proto::rdma::EngineSignal;
 use eqds_proto::sender::EnqueueError;
 use eqds_proto::wire::Header;
 
@@ -69,21 +72,35 @@ impl EqdsLayer {
     pub fn write(&mut self, now: Time, mut pkt: Packet, writer: Writer, io: &mut HostIo) -> bool {
         let (host, dst, len) = (pkt.src, pkt.dst, pkt.size);
         let eqif = self.settings.eqif_of_flow(io.flows, pkt.flow);
+        let rdma = self.settings.rdma(eqif).copied();
         let h = &mut self.hosts[host as usize];
+        // The RDMA EQIF marks no packet: a mark becomes a CNP to the engine.
+        let mut marked = false;
         if pkt.has(flags::ECT) && h.host.mark_ce(eqif, dst) {
-            pkt.flags |= flags::CE;
-            self.counters.ecn_marked += 1;
+            if rdma.is_some() {
+                marked = true;
+            } else {
+                pkt.flags |= flags::CE;
+                self.counters.ecn_marked += 1;
+            }
         }
         let id = io.pkts.alloc(pkt);
         let pure_ack = pkt.kind == PacketKind::Ack;
         let accepted = match h.host.handle_write(now, eqif, dst, len, id, pure_ack) {
             Ok(()) => {
                 self.counters.written += 1;
+                if let Some(r) = rdma {
+                    self.rdma_written(now, eqif, &pkt, marked, &r, io);
+                }
                 true
             }
             Err(EnqueueError::Backpressure(id)) => {
                 io.pkts.free(id);
-                self.counters.send_queue_full += 1;
+                if rdma.is_some() {
+                    self.rdma.overflow += 1;
+                } else {
+                    self.counters.send_queue_full += 1;
+                }
                 if let Writer::Native(ep) = writer {
                     h.block(eqif, dst, ep);
                 }
@@ -99,6 +116,66 @@ impl EqdsLayer {
         };
         self.pump(now, host, io);
         accepted
+    }
+
+    /// An RDMA engine's packet `pkt` joined RDMA EQIF `eqif`'s queue, `marked` by its
+    /// ramp: the EQIF's feedback to the engine (module `eqds_proto::rdma`). A CNP
+    /// reaches the packet's queue pair, the sending endpoint, `delay` later, as a
+    /// packet from the destination (what the DCQCN reaction point expects); a PAUSE
+    /// or RESUME is obeyed `delay` later.
+    #[cold]
+    fn rdma_written(
+        &mut self,
+        now: Time,
+        eqif: usize,
+        pkt: &Packet,
+        marked: bool,
+        r: &RdmaEqif,
+        io: &mut HostIo,
+    ) {
+        let h = &mut self.hosts[pkt.src as usize];
+        let backlog = h.host.send_queue_bytes(eqif, pkt.dst);
+        self.rdma.written += 1;
+        self.rdma.peak_queue_bytes = self.rdma.peak_queue_bytes.max(backlog);
+        let Some(fb) = h.rdma.get_mut(eqif).and_then(Option::as_mut) else {
+            return;
+        };
+        let qp = u64::from(pkt.src_endpoint);
+        match fb.on_enqueue(now, qp, pkt.dst, marked, backlog) {
+            Some(EngineSignal::Cnp { .. }) => {
+                let cnp = Packet {
+                    src: pkt.dst,
+                    dst: pkt.src,
+                    flow: pkt.flow,
+                    dst_endpoint: pkt.src_endpoint,
+                    src_endpoint: pkt.dst_endpoint,
+                    // It never crosses a link.
+                    size: 0,
+                    kind: PacketKind::Cnp,
+                    class: pkt.class,
+                    ..Default::default()
+                };
+                let id = io.pkts.alloc(cnp);
+                io.events.push(
+                    now + r.delay,
+                    Event::Arrive {
+                        at: Node::Host(pkt.src),
+                        pkt: id,
+                    },
+                );
+            }
+            Some(EngineSignal::Pause) => h.engine_pause = (now + r.delay, Time::MAX),
+            Some(EngineSignal::Resume) => h.engine_pause.1 = now + r.delay,
+            None => {}
+        }
+    }
+
+    /// Whether `host`'s RDMA engine is paused by its RDMA EQIF at `now` (the
+    /// Stingray design): its queue pairs then send nothing.
+    #[inline]
+    pub fn engine_paused(&self, now: Time, host: HostId) -> bool {
+        let (from, until) = self.hosts[host as usize].engine_pause;
+        from <= now && now < until
     }
 
     /// Whether a transport on `host` should hold new data for `dst` rather than
@@ -118,7 +195,7 @@ impl EqdsLayer {
         }
         let eqif = self.settings.eqif_of_flow(flows, flow_of(ep));
         let h = &mut self.hosts[host as usize];
-        let limit = h.host.send_queue_limit() / 4 * 3;
+        let limit = h.host.send_queue_limit(eqif) / 4 * 3;
         if h.host.send_queue_bytes(eqif, dst) < limit {
             return false;
         }
@@ -245,9 +322,18 @@ impl EqdsLayer {
                 h.nic_wake = io.net.ports[port as usize].busy_until.max(now);
                 break;
             }
-            let Some((_, tx)) = h.host.poll_transmit(now) else {
+            let Some((eqif, tx)) = h.host.poll_transmit(now) else {
                 break;
             };
+            if !h.rdma.is_empty() {
+                let backlog = h.host.send_queue_bytes(eqif, tx.dst);
+                if let Some(fb) = h.rdma.get_mut(eqif).and_then(Option::as_mut) {
+                    if let Some(EngineSignal::Resume) = fb.on_dequeue(now, tx.dst, backlog) {
+                        let delay = self.settings.rdma(eqif).map_or(0, |r| r.delay);
+                        h.engine_pause.1 = now + delay;
+                    }
+                }
+            }
             let hdr = Header::Data(tx.header);
             let (pkt, inner) = match tx.payload {
                 Some(inner_id) => {
@@ -272,9 +358,9 @@ impl EqdsLayer {
         }
         if !h.blocked.is_empty() && (sent_data || h.blocked_new) {
             h.blocked_new = false;
-            let half = h.host.send_queue_limit() / 2;
             let (eqds, timers, events) = (&h.host, &mut *io.timers, &mut *io.events);
             h.blocked.retain(|&(eqif, dst, ep)| {
+                let half = eqds.send_queue_limit(usize::from(eqif)) / 2;
                 let room = eqds.send_queue_bytes(usize::from(eqif), dst) <= half;
                 if room {
                     timers.set(ep, now, events);

@@ -41,11 +41,13 @@ use std::sync::Arc;
 
 use crate::flow::FlowRecord;
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
+use crate::scenario::RdmaEqif;
 use crate::scenario::EqdsSpec;
 use crate::units::Time;
 use eqds_proto::config::EqdsConfig;
 use eqds_proto::host::{Host, HostParams, TunnelWindows};
 use eqds_proto::sender::Sender;
+use eqds_proto::rdma::RdmaFeedback;
 use eqds_proto::uplink::Share;
 
 /// The simulator's EQDS settings: the core's [`EqdsConfig`] and what only the
@@ -76,6 +78,8 @@ pub struct EqdsSettings {
     /// EQIF of each workload's flows, indexed by workload; workloads beyond the
     /// end use EQIF 0.
     eqif_of_workload: Vec<u8>,
+    /// Each EQIF's RDMA settings if it is an RDMA EQIF; empty if none is.
+    pub rdma: Vec<Option<RdmaEqif>>,
 }
 
 impl EqdsSettings {
@@ -94,7 +98,15 @@ impl EqdsSettings {
         let mut config = spec.config(bdp_packets).map_err(|e| format!("eqds.{e}"))?;
         config.path_stats |= path_stats;
         let fastest = rates.iter().copied().max().unwrap_or(0);
+        let mut rdma = Vec::new();
+        for (i, e) in spec.eqifs.iter().enumerate() {
+            rdma.push(e.rdma().map_err(|err| format!("eqds.eqifs[{i}].{err}"))?);
+        }
+        if rdma.iter().all(Option::is_none) {
+            rdma.clear();
+        }
         Ok(EqdsSettings {
+            rdma,
             config,
             tunnel_all: spec.enabled,
             mtu,
@@ -145,6 +157,12 @@ impl EqdsSettings {
             .map_or(0, |&e| usize::from(e))
     }
 
+    /// EQIF `eqif`'s RDMA settings, if it is an RDMA EQIF.
+    #[inline]
+    pub fn rdma(&self, eqif: usize) -> Option<&RdmaEqif> {
+        self.rdma.get(eqif).and_then(Option::as_ref)
+    }
+
     /// Largest inner packet a writer may hand to EQDS.
     pub fn max_inner(&self) -> u32 {
         self.mtu - self.overhead
@@ -179,6 +197,28 @@ pub struct EqdsCounters {
     pub malformed: u64,
 }
 
+/// What the RDMA EQIFs did over a run (summed over hosts), for the summary.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct RdmaCounters {
+    /// Packets the RDMA engines wrote into RDMA EQIFs.
+    pub written: u64,
+    /// Packets dropped because their destination's queue was at `limit`.
+    pub overflow: u64,
+    /// The longest any destination's queue grew, in charged bytes.
+    pub peak_queue_bytes: u64,
+    /// Packets the marking ramp picked.
+    pub marked: u64,
+    /// CNPs sent to RDMA engines.
+    pub cnps: u64,
+    /// Marks inside a queue pair's CNP interval, not sent.
+    pub cnps_suppressed: u64,
+    /// PAUSEs and RESUMEs sent to RDMA engines.
+    pub pauses: u64,
+    pub resumes: u64,
+    /// Host-seconds of RDMA engines paused.
+    pub paused_s: f64,
+}
+
 /// One host's EQDS and the simulator's state around it.
 pub struct EqdsHost {
     pub host: Host<PacketId>,
@@ -198,6 +238,11 @@ pub struct EqdsHost {
     /// control of every host of a pod (two per data packet) would overload that
     /// path's links (k=16 at 100 Gbps: 200 Gb/s on one agg uplink).
     next_control_path: u16,
+    /// The RDMA EQIFs' feedback state, by EQIF index (empty without RDMA EQIFs).
+    rdma: Vec<Option<RdmaFeedback>>,
+    /// When the host's RDMA engine is paused by a Stingray-style RDMA EQIF:
+    /// from the first time to the second (`(MAX, MAX)`: never).
+    engine_pause: (Time, Time),
 }
 
 impl EqdsHost {
@@ -219,6 +264,9 @@ pub struct EqdsLayer {
     pub counters: EqdsCounters,
     /// Inner packets released to their transports, for the run loop to hand over.
     pub delivered: Vec<PacketId>,
+    /// The RDMA EQIFs' counters kept by the layer (the rest is in each host's
+    /// feedback state: [`EqdsLayer::rdma_totals`]).
+    rdma: RdmaCounters,
 }
 
 impl EqdsLayer {
@@ -246,6 +294,7 @@ impl EqdsLayer {
                             rtt,
                             peer_rates: peer_rates.clone(),
                         }),
+                        queues: settings.rdma.iter().map(|r| r.map(|r| r.queue)).collect(),
                     },
                 ),
                 timer_queued: Time::MAX,
@@ -253,6 +302,12 @@ impl EqdsLayer {
                 blocked: Vec::new(),
                 blocked_new: false,
                 next_control_path: (h % usize::from(settings.paths)) as u16,
+                rdma: settings
+                    .rdma
+                    .iter()
+                    .map(|r| r.map(|r| RdmaFeedback::new(r.feedback)))
+                    .collect(),
+                engine_pause: (Time::MAX, Time::MAX),
             })
             .collect();
         EqdsLayer {
@@ -261,7 +316,28 @@ impl EqdsLayer {
             tags: TagTable::default(),
             counters: EqdsCounters::default(),
             delivered: Vec::new(),
+            rdma: RdmaCounters::default(),
         }
+    }
+
+    /// The RDMA EQIFs' totals at `now`, if there are RDMA EQIFs.
+    pub fn rdma_totals(&self, now: Time) -> Option<RdmaCounters> {
+        if self.settings.rdma.is_empty() {
+            return None;
+        }
+        let mut t = self.rdma;
+        let mut paused = 0;
+        for f in self.hosts.iter().flat_map(|h| h.rdma.iter().flatten()) {
+            let s = f.stats(now);
+            t.marked += s.marked;
+            t.cnps += s.cnps;
+            t.cnps_suppressed += s.cnps_suppressed;
+            t.pauses += s.pauses;
+            t.resumes += s.resumes;
+            paused += s.paused_ps;
+        }
+        t.paused_s = paused as f64 / crate::units::SEC as f64;
+        Some(t)
     }
 
     /// Tunnel-level totals over every host, for the summary.

@@ -10,7 +10,7 @@ mod pfc;
 mod retag;
 mod transport;
 
-pub use eqds::{EqdsSpec, EqifSpec, MAX_EQIFS, SHARED_KEYS};
+pub use eqds::{EqdsSpec, EqifKind, EqifSpec, FeedbackKind, RdmaEqif, MAX_EQIFS, SHARED_KEYS};
 pub use overrides::apply_override;
 pub use pfc::{PfcSpec, WatchdogSpec};
 pub use transport::{

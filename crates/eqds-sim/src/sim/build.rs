@@ -148,7 +148,7 @@ fn build_pfc(sc: &Scenario, net: &mut Network) -> Result<(), String> {
 }
 
 /// RoCE flows' settings that depend on the network: DCQCN's parameters at each
-/// sender's line rate, and no EQDS tunnel around them.
+/// sender's line rate, and an RDMA EQIF, and only RoCE in it, when EQDS tunnels them.
 fn check_roce(
     loaded: &Loaded,
     flows: &[FlowSpec],
@@ -161,22 +161,47 @@ fn check_roce(
         .filter(|f| f.protocol == Protocol::Roce)
         .map(|f| rates[f.src as usize])
         .collect();
+    // Inside EQDS, RDMA writes into an RDMA EQIF (paper §6): the TCP-compatible
+    // one would mark its packets CE for a remote NP and drop them when full.
+    let eqif_of = |workload: u32| {
+        sc.eqds
+            .eqifs
+            .iter()
+            .position(|e| e.workloads.contains(&workload))
+            .unwrap_or(0)
+    };
+    let is_rdma = |e: usize| {
+        sc.eqds
+            .eqifs
+            .get(e)
+            .is_some_and(|e| e.kind == crate::scenario::EqifKind::Rdma)
+    };
+    let tunnelled = flows.iter().filter(|f| sc.eqds.enabled && !f.legacy);
+    for f in tunnelled {
+        let e = eqif_of(u32::from(f.origin));
+        let roce = f.protocol == Protocol::Roce;
+        if roce && !is_rdma(e) {
+            return Err(format!(
+                "{}: eqds.eqifs: RoCE flows (workload {}) inside EQDS tunnels need an RDMA \
+                 EQIF: add one ([[eqds.eqifs]] kind = \"rdma\", workloads = [{}]), or list \
+                 the workload in eqds.legacy_workloads",
+                loaded.file, f.origin, f.origin
+            ));
+        }
+        if !roce && is_rdma(e) {
+            return Err(format!(
+                "{}: eqds.eqifs[{e}]: an RDMA EQIF carries RoCE flows only; workload {} is not \
+                 RoCE",
+                loaded.file, f.origin
+            ));
+        }
+    }
     if senders.is_empty() {
         return Ok(());
     }
     factory
         .check_dcqcn(&senders)
         .map_err(|e| format!("{}: transport.roce.dcqcn.{e}", loaded.file))?;
-    let tunnelled = flows
-        .iter()
-        .find(|f| sc.eqds.enabled && f.protocol == Protocol::Roce && !f.legacy);
-    if let Some(f) = tunnelled {
-        return Err(format!(
-            "{}: eqds.enabled: RoCE flows (workload {}) cannot run inside EQDS tunnels; \
-             list the workload in eqds.legacy_workloads",
-            loaded.file, f.origin
-        ));
-    }
     Ok(())
 }
 

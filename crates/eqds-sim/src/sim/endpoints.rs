@@ -139,10 +139,15 @@ impl EndpointFactory {
             Protocol::Roce => {
                 let dcqcn = self.dcqcn(world.net.host_rate(spec.src));
                 let cnp_interval = dcqcn.as_ref().map(|d| d.cnp_interval);
+                let mut roce = self.roce;
+                if world.tunnels_flow(flow) {
+                    // RoCE over EQDS: packets shrink so that encapsulated they fit.
+                    roce.mss -= world.eqds.as_ref().map_or(0, |e| e.settings.overhead);
+                }
                 (
-                    Box::new(RoceSender::new(self.roce, ends, entropy, spec.size, dcqcn)),
+                    Box::new(RoceSender::new(roce, ends, entropy, spec.size, dcqcn)),
                     Box::new(RoceReceiver::new(
-                        self.roce,
+                        roce,
                         ends.reversed(),
                         entropy,
                         spec.size,

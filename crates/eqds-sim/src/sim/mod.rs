@@ -73,6 +73,13 @@ impl Simulation {
             "tunnels": eqds.tunnel_totals(),
             "peak_in_flight_bytes_per_host": eqds.hosts.iter().map(|h| h.host.uplink().peak_in_flight_bytes()).max(),
         }))
+        .map(|mut v| {
+            // Only runs with an RDMA EQIF report one.
+            if let Some(rdma) = eqds.rdma_totals(self.now) {
+                v["rdma"] = serde_json::to_value(rdma).unwrap_or_default();
+            }
+            v
+        })
     }
 
     /// RoCE and DCQCN totals for the run summary, if any flow ran RoCE.

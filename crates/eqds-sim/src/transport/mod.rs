@@ -135,6 +135,16 @@ impl Ctx<'_> {
         self.world.tunnels_flow(crate::ids::flow_of(self.me))
     }
 
+    /// Whether `host`'s RDMA engine is paused now by its RDMA EQIF (`feedback =
+    /// "pause"`, the Stingray design). Always false without one.
+    #[inline]
+    pub fn rdma_engine_paused(&self, host: HostId) -> bool {
+        self.world
+            .eqds
+            .as_ref()
+            .is_some_and(|e| e.engine_paused(self.now, host))
+    }
+
     /// Largest inner packet EQDS accepts (0 if the scenario does not use EQDS).
     pub fn eqds_max_inner(&self) -> u32 {
         self.world

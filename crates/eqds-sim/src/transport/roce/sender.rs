@@ -98,7 +98,17 @@ impl RoceSender {
                 return;
             }
             let host = self.ends.host;
-            if ctx.nic_backlog_packets(host) >= self.cfg.nic_limit {
+            if ctx.eqds_tunnels_transports() {
+                // Over EQDS the engine writes into the RDMA EQIF, not the NIC queue:
+                // what slows it is the EQIF's feedback (CNPs to the RP, or a PAUSE).
+                if ctx.rdma_engine_paused(host) {
+                    // Obey the PAUSE; look again a packet time later.
+                    let mtu = self.cfg.mss + self.cfg.header;
+                    self.nic_wake = Some(ctx.now + serialisation_time(mtu, ctx.host_rate(host)));
+                    ctx.roce_counters().nic_waits += 1;
+                    return;
+                }
+            } else if ctx.nic_backlog_packets(host) >= self.cfg.nic_limit {
                 // The NIC frees a slot when its packet on the wire is done; if it is
                 // idle with a queue (paused), look again a packet time later.
                 let busy = ctx.nic_busy_until(host);
