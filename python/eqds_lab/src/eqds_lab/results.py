@@ -30,7 +30,8 @@ def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
     """One row per finished run: its parameters and the headline numbers of summary.json,
     with EQDS's tunnel counters, resolved window (`eqds_window_packets`) and peak
     bytes in flight at a host (`eqds_peak_in_flight_bytes_per_host`) as `eqds_*`
-    columns when the run used EQDS."""
+    columns when the run used EQDS, and RoCE's and the RDMA EQIFs' counters as `roce_*`
+    and `eqds_rdma_*` when it had them."""
     rows = []
     for run in _runs(source):
         path = run.out / "summary.json"
@@ -60,6 +61,10 @@ def load_summaries(source: Sweep | list[Run]) -> pl.DataFrame:
         for name in ("window_packets", "peak_in_flight_bytes_per_host"):
             if name in eqds:
                 row[f"eqds_{name}"] = eqds[name]
+        # RoCE's counters (roce_<counter>) and the RDMA EQIFs' (eqds_rdma_<counter>),
+        # when the run had them.
+        row |= {f"roce_{k}": v for k, v in s.get("roce", {}).items()}
+        row |= {f"eqds_rdma_{k}": v for k, v in eqds.get("rdma", {}).items()}
         rows.append(row)
     return pl.DataFrame(rows)
 
