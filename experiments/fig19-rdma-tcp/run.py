@@ -158,28 +158,34 @@ def main() -> int:
             ]
         },
         notes=[
-            "The paper's Figure 19 shows the effect without numbers; the targets here "
-            "encode its sentences ('TCP fills the switch buffers, DCQCN backs off and "
-            "some RDMA flows starve'; 'the receiver divides bandwidth fairly') with wide "
-            "tolerances, read off our model, not the lost figure.",
-            "RDMA flows slow down but do not starve with the DCQCN paper's "
-            "parameters: at n = 4 the slowest gets "
-            f"{min(rdma[base][4]) / fair4:.2f} of its fair share (FAIL against our "
-            "reading of 'starve'). With Appendix B's firmware parameters (mlx-fw), "
-            "whose additive increase is 5 Mbps per 300 us, it gets "
-            f"{min(rdma[mlx][4]) / fair4:.2f}, and TCP "
-            f"{statistics.mean(tcp[mlx][4]):.1f} Gb/s; over EQDS with them the lowest "
-            "Jain index over n = 1..4 is "
-            f"{min(statistics.mean(index[mlx_eqds][n]) for n in range(1, 5)):.3f}: "
-            "after the EQIF's CNPs cut an engine below the rate its tunnel is pulled "
-            "at, that slow increase leaves its queue empty (underflow) and the TCP "
-            "flow's tunnel takes the credit, the tuning problem of Appendix B (see "
-            "appb-rdma-eqif). The paper's testbed NICs ran the firmware's DCQCN.",
-            "Without EQDS TCP and RDMA share a lossless class, so Cubic never loses a "
-            "packet in the fabric and only the switch's ECN marks, which Cubic ignores, "
-            "push back: on DCQCN alone. Over EQDS each sender is pulled at the same "
-            "rate whatever its transport, and the RDMA EQIF's CNPs slow each RDMA "
-            "engine to what its tunnel is granted.",
+            (
+                "The paper's Figure 19 shows the effect without numbers; the targets here "
+                "encode its sentences ('TCP fills the switch buffers, DCQCN backs off and "
+                "some RDMA flows starve'; 'the receiver divides bandwidth fairly') with wide "
+                "tolerances, read off our model, not the lost figure."
+            ),
+            (
+                "RDMA flows slow down but do not starve with the DCQCN paper's "
+                "parameters: at n = 4 the slowest gets "
+                f"{min(rdma[base][4]) / fair4:.2f} of its fair share (FAIL against our "
+                "reading of 'starve'). With Appendix B's firmware parameters (mlx-fw), "
+                "whose additive increase is 5 Mbps per 300 us, it gets "
+                f"{min(rdma[mlx][4]) / fair4:.2f}, and TCP "
+                f"{statistics.mean(tcp[mlx][4]):.1f} Gb/s; over EQDS with them the lowest "
+                "Jain index over n = 1..4 is "
+                f"{min(statistics.mean(index[mlx_eqds][n]) for n in range(1, 5)):.3f}: "
+                "after the EQIF's CNPs cut an engine below the rate its tunnel is pulled "
+                "at, that slow increase leaves its queue empty (underflow) and the TCP "
+                "flow's tunnel takes the credit, the tuning problem of Appendix B (see "
+                "appb-rdma-eqif). The paper's testbed NICs ran the firmware's DCQCN."
+            ),
+            (
+                "Without EQDS TCP and RDMA share a lossless class, so Cubic never loses a "
+                "packet in the fabric and only the switch's ECN marks, which Cubic ignores, "
+                "push back: on DCQCN alone. Over EQDS each sender is pulled at the same "
+                "rate whatever its transport, and the RDMA EQIF's CNPs slow each RDMA "
+                "engine to what its tunnel is granted."
+            ),
         ],
         plot="fig19.png",
         data="fig19.csv",
