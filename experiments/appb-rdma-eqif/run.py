@@ -183,7 +183,7 @@ def plot(path: Path, args) -> None:
     rows = []
     for i, label in enumerate(CONFIGS):
         runs = args.results / ("runs-quick" if args.quick else "runs") / f"config{i}"
-        series = sorted(runs.glob("**/flow_series.csv"))[0]
+        series = min(runs.glob("**/flow_series.csv"))
         s = pl.read_csv(series).filter(pl.col("flow") == 0)
         t = (s["time_ps"] / 1e9).to_list()
         g = (s["throughput_bps"] / 1e9).to_list()
