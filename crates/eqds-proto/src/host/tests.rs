@@ -216,3 +216,35 @@ fn bdp_saturates() {
     assert_eq!(bdp_packets(day, 1_000_000_000_000_000, 64), u32::MAX);
     assert_eq!(bdp_packets(12 * PS_PER_US, 10_000_000_000, 1500), 10);
 }
+
+#[test]
+fn an_eqif_with_its_own_queue_has_its_own_limit_and_marking_ramp() {
+    // EQIF 1 is an RDMA EQIF's kind of queue: 10 packets deep, marking everything
+    // from 2 packets on; EQIF 0 keeps the configuration's (100 packets, RED from 25).
+    let mut p = params(1, 2);
+    p.queues = vec![
+        None,
+        Some(EqifQueue {
+            limit_bytes: 10 * u64::from(MTU),
+            ecn: Some(Red::step(2 * u64::from(MTU))),
+        }),
+    ];
+    let mut host: Host<u32> = Host::new(&config(Mode::Rts), p);
+    assert_eq!(host.send_queue_limit(0), 100 * u64::from(MTU));
+    assert_eq!(host.send_queue_limit(1), 10 * u64::from(MTU));
+    let len = MTU - OVERHEAD;
+    let mut accepted = [0, 0];
+    let mut marked = [0, 0];
+    for i in 0..20 {
+        for eqif in 0..2 {
+            marked[eqif] += u32::from(host.mark_ce(eqif, 1));
+            if host.handle_write(0, eqif, 1, len, i, false).is_ok() {
+                accepted[eqif] += 1;
+            }
+        }
+    }
+    // Nothing has been sent (no credit yet in RTS mode): the queues hold what fits.
+    assert_eq!(accepted, [20, 10]);
+    // EQIF 0's ramp starts at 25 packets: no mark below; EQIF 1 marks from 2 on.
+    assert_eq!(marked, [0, 18]);
+}
