@@ -259,7 +259,10 @@ mod tests {
             xon_bytes: 5_000,
         });
         assert_eq!(f.on_enqueue(0, 1, 7, true, 9_999), None);
-        assert_eq!(f.on_enqueue(US, 1, 7, false, 10_000), Some(EngineSignal::Pause));
+        assert_eq!(
+            f.on_enqueue(US, 1, 7, false, 10_000),
+            Some(EngineSignal::Pause)
+        );
         assert!(f.is_paused());
         // A second long queue while paused: no second PAUSE.
         assert_eq!(f.on_enqueue(2 * US, 2, 8, false, 12_000), None);

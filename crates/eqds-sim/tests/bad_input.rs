@@ -23,13 +23,6 @@ size = "100KB"
 time = "10ms"
 "#;
 
-fn error_of(text: &str) -> String {
-    match Scenario::from_str_with(text, "bad.toml", ".".into(), &[]) {
-        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
-        Err(e) => e.to_string(),
-    }
-}
-
 #[test]
 fn the_reference_scenario_is_valid() {
     Scenario::from_str_with(VALID, "ok.toml", ".".into(), &[]).unwrap();
@@ -267,7 +260,7 @@ fn each_mistake_is_named() {
     for (from, to, expect) in cases {
         assert!(VALID.contains(from), "test case does not apply: {from}");
         let text = VALID.replacen(from, to, 1);
-        let msg = error_of(&text);
+        let msg = common::load_error(&text);
         assert!(msg.starts_with("bad.toml: "), "no file name in: {msg}");
         assert!(
             msg.contains(expect),
@@ -299,7 +292,7 @@ fn at_most_256_eqifs_per_host() {
         "[stop]",
         &format!("{}[stop]", "[[eqds.eqifs]]\n".repeat(257)),
     );
-    let err = error_of(&text);
+    let err = common::load_error(&text);
     assert!(
         err.contains("eqds.eqifs: at most 256 EQIFs per host, got 257"),
         "{err}"
@@ -359,18 +352,18 @@ fn workload_specific_checks() {
         ("kind = \"ping\"\nsrc = 0\ndst = 1", "interval"),
     ];
     for (w, expect) in cases {
-        let msg = error_of(&swap(w));
+        let msg = common::load_error(&swap(w));
         assert!(msg.contains(expect), "`{w}`: {msg}");
     }
     // Endless flows need an end time.
     let endless = VALID
         .replace("size = \"100KB\"\n", "")
         .replace("time = \"10ms\"", "when_flows_complete = true");
-    assert!(error_of(&endless).contains("stop.time"));
+    assert!(common::load_error(&endless).contains("stop.time"));
     // So do pings without a count.
     let ping = swap("kind = \"ping\"\nsrc = 0\ndst = 1\ninterval = \"1ms\"")
         .replace("time = \"10ms\"", "when_flows_complete = true");
-    assert!(error_of(&ping).contains("stop.time"));
+    assert!(common::load_error(&ping).contains("stop.time"));
 }
 
 #[test]
@@ -392,7 +385,7 @@ fn htsim_matrices_are_read_when_the_scenario_loads() {
         "kind = \"permutation\"\nsize = \"100KB\"",
         "kind = \"htsim\"\nfile = \"no-such.cm\"",
     );
-    let msg = error_of(&text);
+    let msg = common::load_error(&text);
     assert!(
         msg.contains("workload.file") && msg.contains("no-such.cm"),
         "{msg}"
@@ -492,7 +485,7 @@ fn integer_zero_rates_are_refused_like_string_ones() {
         "kind = \"dumbbell\"\nleft = 2\nright = 2\nlink = { rate = \"10Gbps\", latency = \"1us\" }\n\
          bottleneck = { rate = 0, latency = \"1us\" }",
     );
-    let msg = error_of(&dumbbell);
+    let msg = common::load_error(&dumbbell);
     assert!(
         msg.contains("topology.dumbbell.bottleneck.rate") && msg.contains("must be positive"),
         "{msg}"
@@ -510,7 +503,7 @@ fn integer_zero_rates_are_refused_like_string_ones() {
         ),
         ("mtu = 1500", "mtu = 1500\nudp = { rate = 0 }", "udp.rate"),
     ] {
-        let msg = error_of(&VALID.replacen(from, to, 1));
+        let msg = common::load_error(&VALID.replacen(from, to, 1));
         assert!(
             msg.contains(key) && msg.contains("must be positive"),
             "{to}: {msg}"
@@ -524,7 +517,7 @@ fn integer_zero_rates_are_refused_like_string_ones() {
 fn durations_beyond_a_day_are_refused_in_both_forms() {
     for value in ["9223372036854775807", "\"9000000s\""] {
         let text = VALID.replacen("latency = \"1us\"", &format!("latency = {value}"), 1);
-        let msg = error_of(&text);
+        let msg = common::load_error(&text);
         assert!(
             msg.contains("topology.fat_tree.link.latency") && msg.contains("one day"),
             "{value}: {msg}"
@@ -544,7 +537,7 @@ fn topologies_with_more_ports_than_we_number_are_refused() {
         "kind = \"leaf_spine\"\nleaves = 2\nspines = 4294967295\nhosts_per_leaf = 2",
         1,
     );
-    let msg = error_of(&text);
+    let msg = common::load_error(&text);
     assert!(msg.contains("topology.") && msg.contains("ports"), "{msg}");
 }
 
@@ -562,10 +555,14 @@ fn ndp_and_eqds_sizes_out_of_range_are_refused() {
             "ndp.pull_rate: must be within [0.001, 1]",
         ),
     ] {
-        let msg = error_of(&VALID.replacen("mtu = 1500", to, 1));
+        let msg = common::load_error(&VALID.replacen("mtu = 1500", to, 1));
         assert!(msg.contains(key), "{to}: {msg}");
     }
-    let msg = error_of(&VALID.replacen("[stop]", "[eqds]\nreorder_window = 4294967295\n[stop]", 1));
+    let msg = common::load_error(&VALID.replacen(
+        "[stop]",
+        "[eqds]\nreorder_window = 4294967295\n[stop]",
+        1,
+    ));
     assert!(msg.contains("eqds.reorder_window"), "{msg}");
 }
 
@@ -577,7 +574,7 @@ fn pings_that_would_outlast_the_clock_are_refused() {
         "kind = \"permutation\"\nsize = \"100KB\"",
         "kind = \"ping\"\nsrc = 0\ndst = 1\ninterval = \"86400s\"\ncount = 1000",
     );
-    let msg = error_of(&text);
+    let msg = common::load_error(&text);
     assert!(
         msg.contains("workload.count") && msg.contains("one day"),
         "{msg}"
@@ -629,8 +626,8 @@ fn clos3_mistakes_are_named() {
             "`topology.clos3.tor_leaf_link`",
         ),
     ] {
-        let msg = error_of(&scenario(&format!("{keys}\n{link}")));
+        let msg = common::load_error(&scenario(&format!("{keys}\n{link}")));
         assert!(msg.contains(expected), "{keys}: {msg}");
     }
-    assert!(error_of(&scenario("hosts_per_tor = 2")).contains("missing field `link`"));
+    assert!(common::load_error(&scenario("hosts_per_tor = 2")).contains("missing field `link`"));
 }

@@ -6,8 +6,6 @@
 mod common;
 
 use eqds_sim::flow::FlowRecord;
-use eqds_sim::scenario::Scenario;
-use eqds_sim::sim::Simulation;
 use serde_json::Value;
 
 /// Four RoCE WRITE senders (hosts 1-4) of `size` to host 0, and host 1 also to host
@@ -55,7 +53,12 @@ fn run(text: &str) -> (Vec<FlowRecord>, Value, Value) {
 
 fn all_complete(flows: &[FlowRecord], size: u64) {
     for f in flows {
-        assert!(f.end.is_some(), "flow {}->{} stalled", f.spec.src, f.spec.dst);
+        assert!(
+            f.end.is_some(),
+            "flow {}->{} stalled",
+            f.spec.src,
+            f.spec.dst
+        );
         assert_eq!(f.delivered, size, "flow {}->{}", f.spec.src, f.spec.dst);
     }
 }
@@ -81,7 +84,10 @@ fn cnps_from_the_eqif_keep_rdma_lossless_over_a_trimming_fabric() {
     assert_eq!(rdma["overflow"], 0, "{rdma}");
     assert!(rdma["cnps"].as_u64().unwrap() > 0, "{rdma}");
     assert_eq!(roce["cnps_received"], rdma["cnps"]);
-    assert_eq!(roce["cnps_sent"], 0, "no remote NP answers: nothing is CE-marked");
+    assert_eq!(
+        roce["cnps_sent"], 0,
+        "no remote NP answers: nothing is CE-marked"
+    );
     assert!(rdma["peak_queue_bytes"].as_u64().unwrap() <= 2 * 584_000);
     assert_eq!(rdma["pauses"], 0);
 }
@@ -92,7 +98,10 @@ fn without_dcqcn_the_rdma_eqif_queue_overflows() {
     // overflows again, and the incast need not finish at all.
     let (_, roce, eqds) = run(&scenario("2MB", "limit = \"100kB\"", "dcqcn = false"));
     assert!(eqds["rdma"]["overflow"].as_u64().unwrap() > 0, "{eqds}");
-    assert!(roce["retransmitted_packets"].as_u64().unwrap() > 0, "{roce}");
+    assert!(
+        roce["retransmitted_packets"].as_u64().unwrap() > 0,
+        "{roce}"
+    );
     assert_eq!(eqds["rdma"]["cnps"], 0);
 }
 
@@ -129,13 +138,6 @@ fn rdma_eqif_runs_are_deterministic() {
     assert_eq!(ends(&a), ends(&b));
 }
 
-fn load_error(text: &str) -> String {
-    match Scenario::from_str_with(text, "bad.toml", ".".into(), &[]) {
-        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
-        Err(e) => e.to_string(),
-    }
-}
-
 #[test]
 fn bad_rdma_eqif_keys_are_named() {
     for (eqif, named) in [
@@ -154,31 +156,30 @@ fn bad_rdma_eqif_keys_are_named() {
             "eqds.eqifs[0].cnp_interval",
         ),
     ] {
-        let err = load_error(&scenario("1MB", eqif, ""));
+        let err = common::load_error(&scenario("1MB", eqif, ""));
         assert!(err.contains(named), "{eqif}: {err}");
     }
     // RDMA keys on a TCP-compatible EQIF.
     let tcp = scenario("1MB", "k_low = \"10kB\"", "").replace("kind = \"rdma\"", "kind = \"tcp\"");
-    let err = load_error(&tcp);
-    assert!(err.contains("eqds.eqifs[0].k_low: only an RDMA EQIF"), "{err}");
+    let err = common::load_error(&tcp);
+    assert!(
+        err.contains("eqds.eqifs[0].k_low: only an RDMA EQIF"),
+        "{err}"
+    );
 }
 
 #[test]
 fn roce_inside_eqds_needs_an_rdma_eqif_and_an_rdma_eqif_takes_only_roce() {
-    let build_error = |text: &str| {
-        let loaded = common::load(text);
-        match Simulation::new(&loaded, None) {
-            Ok(_) => panic!("built a bad scenario:\n{text}"),
-            Err(e) => e,
-        }
-    };
     let tcp_eqif = scenario("1MB", "", "").replace("kind = \"rdma\"", "kind = \"tcp\"");
-    let err = build_error(&tcp_eqif);
+    let err = common::build_error(&tcp_eqif);
     assert!(err.contains("need an RDMA EQIF"), "{err}");
     let tcp_in_rdma = scenario("1MB", "", "").replace(
         "flows = [{ src = 1, dst = 5",
         "protocol = \"cubic\"\n        flows = [{ src = 1, dst = 5",
     );
-    let err = build_error(&tcp_in_rdma);
-    assert!(err.contains("eqds.eqifs[0]: an RDMA EQIF carries RoCE flows only"), "{err}");
+    let err = common::build_error(&tcp_in_rdma);
+    assert!(
+        err.contains("eqds.eqifs[0]: an RDMA EQIF carries RoCE flows only"),
+        "{err}"
+    );
 }

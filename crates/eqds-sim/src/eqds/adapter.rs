@@ -20,13 +20,13 @@
 use super::encap::{self, NO_FLOW};
 use super::EqdsLayer;
 use crate::engine::{Event, EventQueue, SimRng, Timers};
-use crate::scenario::RdmaEqif;
 use crate::flow::FlowRecord;
+use crate::ids::Node;
 use crate::ids::{flow_of, EndpointId, HostId, PacketId, PortId};
 use crate::net::packet::{flags, Packet, PacketKind, PacketSlab};
 use crate::net::port::PortCtx;
-use crate::ids::Node;
 use crate::net::Network;
+use crate::scenario::RdmaEqif;
 use crate::units::Time;
 use eqds_proto::rdma::EngineSignal;
 use eqds_proto::sender::EnqueueError;

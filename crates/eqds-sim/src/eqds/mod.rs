@@ -41,13 +41,13 @@ use std::sync::Arc;
 
 use crate::flow::FlowRecord;
 use crate::ids::{EndpointId, FlowId, HostId, PacketId};
-use crate::scenario::RdmaEqif;
 use crate::scenario::EqdsSpec;
+use crate::scenario::RdmaEqif;
 use crate::units::Time;
 use eqds_proto::config::EqdsConfig;
 use eqds_proto::host::{Host, HostParams, TunnelWindows};
-use eqds_proto::sender::Sender;
 use eqds_proto::rdma::RdmaFeedback;
+use eqds_proto::sender::Sender;
 use eqds_proto::uplink::Share;
 
 /// The simulator's EQDS settings: the core's [`EqdsConfig`] and what only the

@@ -216,9 +216,7 @@ impl EqifSpec {
                 }),
             },
             feedback,
-            delay: self
-                .feedback_delay
-                .map_or(2 * crate::units::US, |d| d.0),
+            delay: self.feedback_delay.map_or(2 * crate::units::US, |d| d.0),
         }))
     }
 }

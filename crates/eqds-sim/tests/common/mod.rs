@@ -33,6 +33,22 @@ pub fn fast_and_slow_leaves(hosts_per_leaf: u32) -> String {
     )
 }
 
+/// The error loading `text` gives; panics if it loads.
+pub fn load_error(text: &str) -> String {
+    match Scenario::from_str_with(text, "bad.toml", ".".into(), &[]) {
+        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The error building a simulation of `text` gives (it loads); panics if it builds.
+pub fn build_error(text: &str) -> String {
+    match Simulation::new(&load(text), None) {
+        Ok(_) => panic!("built a bad scenario:\n{text}"),
+        Err(e) => e,
+    }
+}
+
 /// Runs in memory; returns the flow records and run statistics.
 pub fn run(text: &str) -> (Vec<FlowRecord>, RunStats, Simulation) {
     let loaded = load(text);
