@@ -330,7 +330,11 @@ impl Iofd {
         let cur = e.port;
         let backlog = |q: PortId| queues[q as usize].backlog_bytes();
         let mut release_at = None;
-        if backlog(cur) > s.threshold_bytes {
+        // The flow's own packets do not make its port congested: moving away from
+        // itself would only make it flap (seen with a move gap: a released burst
+        // sent its flow off again).
+        let own = u64::from(e.queued) * u64::from(p.size);
+        if backlog(cur).saturating_sub(own) > s.threshold_bytes {
             let g = self.groups[cur as usize];
             let mut best: Option<(PortId, u64)> = None;
             for q in g.first..g.first + g.n {
@@ -797,6 +801,25 @@ mod tests {
         assert_eq!(w.pkts.get(pkt).ce_bytes, 0);
         let c = w.counters();
         assert_eq!((c.moves, c.refused_no_alternative), (0, 1));
+    }
+
+    /// A queue of the flow's own packets is not congestion to flee: moving would
+    /// only make the flow flap between ports.
+    #[test]
+    fn a_flow_does_not_flee_its_own_queue() {
+        let mut w = World::new(network(2, InOrder::Hold, 0));
+        let ecmp = w.ecmp();
+        for seq in 0..7 {
+            let p = w.packet(1, seq);
+            w.forward(0, p);
+        }
+        assert_eq!(w.backlog(ecmp), 6 * 1500, "one on the wire, six waiting");
+        assert_eq!(w.counters().moves, 0);
+        // Another flow's packets behind them make it congested.
+        w.load(0, ecmp, 4);
+        let p = w.packet(1, 7);
+        w.forward(0, p);
+        assert_eq!(w.counters().moves, 1);
     }
 
     /// A packet that has used its budget does not move its flow.

@@ -29,8 +29,9 @@ pub struct IofdSpec {
     pub max_deflections: u32,
     /// Time between the old port's last packet of a moving flow leaving (its last
     /// bit) and the flow's first packet on the new port (`hold`), or the quiet time
-    /// a flow needs to move (`refuse`). Default 0; see the doc for what was measured.
-    #[serde(default = "zero")]
+    /// a flow needs to move (`refuse`). Default 10 µs, the shortest that kept the
+    /// receivers in order in most runs of experiments/blitz-iofd (docs/blitz-iofd.md).
+    #[serde(default = "default_gap")]
     pub move_gap: Duration,
     /// A flow unseen for this long with nothing queued is forgotten (its pin
     /// expires; default 100 µs).
@@ -53,8 +54,8 @@ fn default_threshold() -> Bytes {
 fn default_max() -> u32 {
     2
 }
-fn zero() -> Duration {
-    Duration(0)
+fn default_gap() -> Duration {
+    Duration(10 * US)
 }
 fn default_idle() -> Duration {
     Duration(100 * US)
