@@ -77,6 +77,9 @@ fn write_results(
     if let Some(pfc) = output::pfc_summary(net, stats.end_time) {
         summary["pfc"] = pfc;
     }
+    if let Some(iofd) = output::iofd_summary(net) {
+        summary["iofd"] = iofd;
+    }
     if let Some(eqds) = sim.eqds_summary() {
         summary["eqds"] = eqds;
     }

@@ -25,7 +25,7 @@ pub fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
-use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId, SwitchId};
 
 /// The run's only source of randomness. ChaCha8 is portable and its stream is stable
 /// across platforms and crate versions, which byte-identical outputs require.
@@ -63,6 +63,9 @@ pub enum Event {
     EqdsTimer { host: HostId },
     /// A flow of the workload starts.
     FlowStart { flow: FlowId },
+    /// IOFD: a flow that moved at switch `switch` may release the packets it held
+    /// back (its last packet on the old port has left, and the move gap passed).
+    IofdRelease { switch: SwitchId, flow: FlowId },
     /// Periodic sampling for one of the time-series outputs.
     Sample { series: u8 },
 }

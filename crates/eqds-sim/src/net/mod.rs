@@ -1,6 +1,7 @@
 //! The network model: packets, ports with their queue disciplines, switches, and the
 //! topologies that wire them together.
 
+pub mod iofd;
 pub mod packet;
 pub mod pfc;
 pub mod port;
@@ -46,6 +47,8 @@ pub struct Network {
     pub reverse: Vec<PortId>,
     /// Priority flow control, if the scenario turns it on (`pfc::fabric`).
     pub pfc: Option<Box<pfc::fabric::PfcFabric>>,
+    /// Blitz's in-order flow deflection, if the scenario turns it on (`iofd`).
+    pub iofd: Option<Box<iofd::Iofd>>,
 }
 
 impl Network {
@@ -103,7 +106,7 @@ impl Network {
     pub fn tx_done(&mut self, port: PortId, ctx: &mut PortCtx) {
         let queue = &mut *self.queues[port as usize];
         self.ports[port as usize].on_tx_done(queue, port, ctx);
-        if self.pfc.is_some() {
+        if self.ports[port as usize].pfc_flags & port::pfc_flags::RECORD_TX != 0 {
             self.after_transmit(port, ctx);
         }
     }
@@ -201,6 +204,8 @@ pub struct NetworkBuilder {
     net: Network,
     host_queue: QueueSpec,
     switch_queue: QueueSpec,
+    /// Queue of switch ports whose link goes to a host, if not `switch_queue`.
+    edge_queue: Option<QueueSpec>,
     /// Forwarding latency added to links that end at a switch.
     switch_latency: crate::units::Time,
     next_salt: Box<dyn FnMut() -> u32>,
@@ -231,9 +236,11 @@ impl NetworkBuilder {
                 hosts_per_rack: 1,
                 reverse: Vec::new(),
                 pfc: None,
+                iofd: None,
             },
             host_queue,
             switch_queue,
+            edge_queue: None,
             switch_latency,
             next_salt,
             host_links: Vec::new(),
@@ -266,6 +273,14 @@ impl NetworkBuilder {
         self.net.queues.push(queue);
         self.net.reverse.push(PortId::MAX);
         (self.net.ports.len() - 1) as PortId
+    }
+
+    /// Replaces port `port`'s discipline (before the run starts).
+    fn set_queue(&mut self, port: PortId, queue: Box<dyn queue::QueueDiscipline>) {
+        let p = &mut self.net.ports[port as usize];
+        p.bypass_idle = queue.bypass_when_idle();
+        p.notify_departures = queue.wants_departures();
+        self.net.queues[port as usize] = queue;
     }
 
     /// Index of a tier name, registering it on first use.
@@ -343,7 +358,13 @@ impl NetworkBuilder {
         s.first_up + i
     }
 
-    /// Connects port `a` and port `b` with a full-duplex link.
+    /// Gives switch ports that face hosts (the last hop) the discipline `queue`
+    /// instead of the switches' own (`[switch] edge_queue`).
+    pub fn with_edge_queue(mut self, queue: Option<QueueSpec>) -> Self {
+        self.edge_queue = queue;
+        self
+    }
+
     /// Gives hosts links of their own (`overrides[h]`), whatever the topology
     /// builder asks for theirs.
     pub fn with_host_links(mut self, overrides: Vec<Option<HostLinkOverride>>) -> Self {
@@ -351,6 +372,7 @@ impl NetworkBuilder {
         self
     }
 
+    /// Connects port `a` and port `b` with a full-duplex link.
     pub fn link(
         &mut self,
         a: PortId,
@@ -368,6 +390,14 @@ impl NetworkBuilder {
             (Node::Host(h), _) | (_, Node::Host(h)) => Some(h),
             _ => None,
         };
+        if let Some(edge) = self.edge_queue.clone() {
+            for (port, owner, peer) in [(a, owner_a, owner_b), (b, owner_b, owner_a)] {
+                if matches!((owner, peer), (Node::Switch(_), Node::Host(_))) {
+                    let q = edge.build();
+                    self.set_queue(port, q);
+                }
+            }
+        }
         if let Some(&Some(o)) = host.and_then(|h| self.host_links.get(h as usize)) {
             spec.rate_bps = o.rate_bps;
             spec.latency = o.latency.unwrap_or(spec.latency);

@@ -84,6 +84,8 @@ pub struct Packet {
     /// Payload bytes carried (data).
     pub payload: u32,
     /// ACK: payload bytes that arrived CE-marked since the previous ACK (accurate ECN).
+    /// Data (which never uses it otherwise): the switches that sent the packet off
+    /// its ECMP port (IOFD's deflection budget, `net::iofd`).
     pub ce_bytes: u32,
     pub kind: PacketKind,
     pub flags: u8,

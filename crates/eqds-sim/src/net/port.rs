@@ -52,7 +52,7 @@ pub mod pfc_flags {
     /// carry this port (`Event::ArriveFrom`), the far end's ingress is its reverse.
     pub const ARRIVE_FROM: u8 = 1 << 0;
     /// The port is a switch's: remember the packet started, so that PFC can take it
-    /// off its ingress counter (`Port::take_last_tx`).
+    /// off its ingress counter and IOFD off its flow's count (`Port::take_last_tx`).
     pub const RECORD_TX: u8 = 1 << 1;
 }
 

@@ -156,15 +156,20 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
         // they were. Sent/received count frames on this port's link: sent up it by
         // this port's device as the link's receiving end, received by it as the
         // sending end; paused_us is how long its lossless priorities could not send.
-        writeln!(
+        write!(
             out,
             ",pause_sent,resume_sent,pause_received,paused_us,headroom_bytes,\
              max_ingress_bytes,max_headroom_bytes,headroom_drops,lossless_drops,\
              watchdog_drops,storms"
         )?;
-    } else {
-        writeln!(out)?;
     }
+    let iofd = net.iofd.as_deref();
+    if iofd.is_some() {
+        // IOFD's columns, likewise only in runs with IOFD: flows moved off and onto
+        // the port, and data packets it sent although ECMP chose another port.
+        write!(out, ",iofd_moves_out,iofd_moves_in,iofd_deflected_packets")?;
+    }
+    writeln!(out)?;
     let node = |n: crate::ids::Node| match n {
         crate::ids::Node::Host(h) => format!("h{h}"),
         crate::ids::Node::Switch(s) => format!("s{s}"),
@@ -188,29 +193,70 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
             s.returns,
             s.max_backlog_bytes
         )?;
-        match pfc {
-            Some(pfc) => {
-                let f = pfc.port_stats(end, id as u32);
-                writeln!(
-                    out,
-                    ",{},{},{},{:.3},{},{},{},{},{},{},{}",
-                    f.frames.pause_sent,
-                    f.frames.resume_sent,
-                    f.frames.pause_received,
-                    f.frames.paused_time as f64 / crate::units::US as f64,
-                    f.headroom_bytes,
-                    f.max_ingress_bytes,
-                    f.max_headroom_bytes,
-                    f.headroom_drops,
-                    f.lossless_drops,
-                    f.watchdog_drops,
-                    f.storms
-                )?;
-            }
-            None => writeln!(out)?,
+        if let Some(pfc) = pfc {
+            let f = pfc.port_stats(end, id as u32);
+            write!(
+                out,
+                ",{},{},{},{:.3},{},{},{},{},{},{},{}",
+                f.frames.pause_sent,
+                f.frames.resume_sent,
+                f.frames.pause_received,
+                f.frames.paused_time as f64 / crate::units::US as f64,
+                f.headroom_bytes,
+                f.max_ingress_bytes,
+                f.max_headroom_bytes,
+                f.headroom_drops,
+                f.lossless_drops,
+                f.watchdog_drops,
+                f.storms
+            )?;
         }
+        if let Some(iofd) = iofd {
+            let f = iofd.port_stats[id];
+            write!(
+                out,
+                ",{},{},{}",
+                f.moves_out, f.moves_in, f.deflected_packets
+            )?;
+        }
+        writeln!(out)?;
     }
     out.flush()
+}
+
+/// IOFD's part of the summary: its settings as resolved, the run totals, and the
+/// moves per port tier.
+pub fn iofd_summary(net: &Network) -> Option<Value> {
+    let iofd = net.iofd.as_deref()?;
+    let s = &iofd.settings;
+    let mut tiers = serde_json::Map::new();
+    for (t, name) in net.tier_names.iter().enumerate() {
+        if s.tiers & (1 << t) == 0 {
+            continue;
+        }
+        let of_tier = || {
+            net.ports
+                .iter()
+                .zip(&iofd.port_stats)
+                .filter(move |(p, _)| p.tier as usize == t)
+                .map(|(_, s)| s)
+        };
+        tiers.insert(
+            name.to_string(),
+            json!({
+                "moves_out": of_tier().map(|s| s.moves_out).sum::<u64>(),
+                "deflected_packets": of_tier().map(|s| s.deflected_packets).sum::<u64>(),
+            }),
+        );
+    }
+    let mut v = serde_json::to_value(iofd.counters).expect("counters serialise");
+    v["threshold_bytes"] = json!(s.threshold_bytes);
+    v["max_deflections"] = json!(s.max_deflections);
+    v["move_gap_ps"] = json!(s.move_gap);
+    v["idle_timeout_ps"] = json!(s.idle_timeout);
+    v["max_flows_per_switch"] = json!(iofd.max_table_len());
+    v["tiers"] = Value::Object(tiers);
+    Some(v)
 }
 
 /// PFC's part of the summary: frames, time paused and drops per link tier and per

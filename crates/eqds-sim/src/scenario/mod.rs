@@ -5,12 +5,14 @@
 //! problem comes back as a [`ScenarioError`] naming the file and the field.
 
 mod eqds;
+mod iofd;
 mod overrides;
 mod pfc;
 mod retag;
 mod transport;
 
 pub use eqds::{EqdsSpec, EqifKind, EqifSpec, FeedbackKind, RdmaEqif, MAX_EQIFS, SHARED_KEYS};
+pub use iofd::IofdSpec;
 pub use overrides::apply_override;
 pub use pfc::{PfcSpec, WatchdogSpec};
 pub use transport::{
@@ -57,6 +59,9 @@ pub struct Scenario {
     /// Priority flow control on every switch and NIC (off by default).
     #[serde(default)]
     pub pfc: PfcSpec,
+    /// Blitz's in-order flow deflection in the switches (off by default).
+    #[serde(default)]
+    pub iofd: IofdSpec,
     /// `[workload]` for one workload or `[[workload]]` for several.
     pub workload: Vec<WorkloadSpec>,
     pub stop: StopSpec,
@@ -80,6 +85,11 @@ pub struct SwitchSpec {
     /// Queue discipline of every switch output port.
     #[serde(default = "default_switch_queue")]
     pub queue: QueueSpec,
+    /// Queue discipline of the switch ports whose link goes to a host (the last
+    /// hop), if not `queue`: Blitz leaves ECN marking off there, since its receivers
+    /// apportion their own link (DASR), and only in-network congestion should slow
+    /// DCQCN down.
+    pub edge_queue: Option<QueueSpec>,
 }
 
 impl Default for SwitchSpec {
@@ -88,6 +98,7 @@ impl Default for SwitchSpec {
             latency: zero(),
             load_balancing: LoadBalancing::Ecmp,
             queue: default_switch_queue(),
+            edge_queue: None,
         }
     }
 }
@@ -348,10 +359,17 @@ impl Scenario {
             .queue
             .validate()
             .map_err(|e| format!("switch.queue: {e}"))?;
+        if let Some(q) = &self.switch.edge_queue {
+            q.validate()
+                .map_err(|e| format!("switch.edge_queue: {e}"))?;
+        }
         self.host
             .queue
             .validate()
             .map_err(|e| format!("host.queue: {e}"))?;
+        self.iofd
+            .validate(self.switch.load_balancing)
+            .map_err(|e| format!("iofd.{e}"))?;
         self.host
             .validate_links(self.topology.n_hosts() as u32)
             .map_err(|e| format!("host.{e}"))?;
@@ -368,6 +386,9 @@ impl Scenario {
         {
             pfc::check_lossless_queue(&self.switch.queue, pfc.lossless, "switch.queue")?;
             pfc::check_lossless_queue(&self.host.queue, pfc.lossless, "host.queue")?;
+            if let Some(q) = &self.switch.edge_queue {
+                pfc::check_lossless_queue(q, pfc.lossless, "switch.edge_queue")?;
+            }
         }
         let n_hosts = self.topology.n_hosts() as u32;
         let workloads = self.workload.as_slice();

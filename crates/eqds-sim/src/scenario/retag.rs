@@ -15,10 +15,14 @@ pub fn retag_scenario(doc: &mut Table) -> Result<(), String> {
     if let Some(t) = doc.get_mut("topology") {
         retag(t, "topology")?;
     }
-    for section in ["switch", "host"] {
+    for (section, key) in [
+        ("switch", "queue"),
+        ("switch", "edge_queue"),
+        ("host", "queue"),
+    ] {
         if let Some(Value::Table(s)) = doc.get_mut(section) {
-            if let Some(q) = s.get_mut("queue") {
-                retag_queue(q, &format!("{section}.queue"))?;
+            if let Some(q) = s.get_mut(key) {
+                retag_queue(q, &format!("{section}.{key}"))?;
             }
         }
     }

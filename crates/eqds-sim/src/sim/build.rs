@@ -34,6 +34,7 @@ pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
             Box::new(move || salts.random()),
         )
         .with_host_links(scenario.host.link_overrides(n_hosts))
+        .with_edge_queue(sw.edge_queue.clone())
     })
 }
 
@@ -86,6 +87,9 @@ impl Simulation {
 
         let mut net = net;
         build_pfc(sc, &mut net)?;
+        if let Some(iofd) = sc.iofd.build(&net).map_err(|e| format!("iofd.{e}"))? {
+            net.install_iofd(iofd);
+        }
         let mut world = World::new(net, rng, flows.len());
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);

@@ -251,6 +251,10 @@ impl Simulation {
                 self.hand_over_eqds_deliveries(now);
             }
             Event::FlowStart { flow } => self.start_flow(now, flow),
+            Event::IofdRelease { switch, flow } => {
+                let (net, mut ctx) = self.world.ports(now);
+                net.iofd_release(switch, flow, &mut ctx);
+            }
             Event::Sample { series } => self.sampler.sample(now, series, &mut self.world)?,
         }
         Ok(())
@@ -262,6 +266,10 @@ impl Simulation {
     fn dispatch_arrival(&mut self, now: Time, at: Node, pkt: PacketId) {
         match at {
             Node::Switch(s) => {
+                if self.world.net.iofd.is_some() {
+                    let (net, mut ctx) = self.world.ports(now);
+                    return net.forward_with_iofd(s, pkt, None, &mut ctx);
+                }
                 let p = self.world.pkts.get(pkt);
                 let out = self.world.net.switches[s as usize].route(
                     p.dst,
@@ -300,9 +308,13 @@ impl Simulation {
             // Only links into switches carry arrivals this way.
             return self.dispatch_arrival(now, net.ports[port as usize].peer, pkt);
         };
+        let ingress = net.reverse[port as usize];
+        if net.iofd.is_some() {
+            let (net, mut ctx) = self.world.ports(now);
+            return net.forward_with_iofd(s, pkt, Some(ingress), &mut ctx);
+        }
         let p = self.world.pkts.get(pkt);
         let out = net.switches[s as usize].route(p.dst, p.entropy, net.load_balancing);
-        let ingress = net.reverse[port as usize];
         let (net, mut ctx) = self.world.ports(now);
         net.enqueue_from(out, pkt, ingress, &mut ctx);
     }

@@ -484,6 +484,54 @@ impl Network {
         ingress: PortId,
         ctx: &mut PortCtx,
     ) {
+        if self.pfc_charge(port, pkt, ingress, ctx) {
+            self.pfc_offer(port, pkt, ctx);
+        }
+    }
+
+    /// The first half of [`Network::enqueue_from`]: a lossless packet is charged to
+    /// its ingress (which may send a PAUSE). False if it was dropped (and freed)
+    /// instead. IOFD charges a packet it holds back this way, and offers it later.
+    #[inline]
+    pub(crate) fn pfc_charge(
+        &mut self,
+        port: PortId,
+        pkt: PacketId,
+        ingress: PortId,
+        ctx: &mut PortCtx,
+    ) -> bool {
+        let Some(pfc) = self.pfc.as_deref_mut() else {
+            return true;
+        };
+        let Node::Switch(s) = self.ports[port as usize].owner else {
+            return true;
+        };
+        let (class, size) = {
+            let p = ctx.pkts.get(pkt);
+            (p.class, p.size)
+        };
+        if pfc.is_lossless(class) {
+            if pfc.stormed[port as usize].1 & (1 << class.min(7)) != 0 {
+                pfc.stats[port as usize].watchdog_drops += 1;
+                ctx.pkts.free(pkt);
+                return false;
+            }
+            let (fits, frame) = pfc.admit(ctx.now, s, ingress, pkt, size, class);
+            if !fits {
+                ctx.pkts.free(pkt);
+                return false;
+            }
+            if let Some(f) = frame {
+                self.send_frame(ingress, f, ctx);
+            }
+        }
+        true
+    }
+
+    /// The second half of [`Network::enqueue_from`]: a packet already charged is
+    /// offered to `port`.
+    #[inline]
+    pub(crate) fn pfc_offer(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) {
         let Some(pfc) = self.pfc.as_deref_mut() else {
             return self.enqueue(port, pkt, ctx);
         };
@@ -495,21 +543,6 @@ impl Network {
             (p.class, p.size)
         };
         let lossless = pfc.is_lossless(class);
-        if lossless {
-            if pfc.stormed[port as usize].1 & (1 << class.min(7)) != 0 {
-                pfc.stats[port as usize].watchdog_drops += 1;
-                ctx.pkts.free(pkt);
-                return;
-            }
-            let (fits, frame) = pfc.admit(ctx.now, s, ingress, pkt, size, class);
-            if !fits {
-                ctx.pkts.free(pkt);
-                return;
-            }
-            if let Some(f) = frame {
-                self.send_frame(ingress, f, ctx);
-            }
-        }
         let counts = |s: &crate::net::queue::PortStats| (s.drops, s.random_losses);
         let (drops, losses) = counts(&self.ports[port as usize].stats);
         self.enqueue(port, pkt, ctx);
@@ -535,12 +568,15 @@ impl Network {
     }
 
     /// After `port` may have started a packet: if it was charged to an ingress
-    /// counter, the packet has left the switch.
+    /// counter, the packet has left the switch (IOFD's flow tables hear of it too).
     #[inline]
     pub(crate) fn after_transmit(&mut self, port: PortId, ctx: &mut PortCtx) {
         let Some(pkt) = self.ports[port as usize].take_last_tx() else {
             return;
         };
+        if self.iofd.is_some() {
+            self.iofd_departed(port, pkt, ctx);
+        }
         let Node::Switch(s) = self.ports[port as usize].owner else {
             return;
         };
