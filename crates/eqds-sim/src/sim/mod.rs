@@ -81,7 +81,11 @@ impl Simulation {
         if !self.world.flows.iter().any(|f| f.spec.protocol == roce) {
             return None;
         }
-        serde_json::to_value(self.world.roce).ok()
+        let mut summary = serde_json::to_value(self.world.roce).ok()?;
+        if let Some(dasr) = &self.world.dasr {
+            summary["dasr"] = serde_json::to_value(dasr.counters).ok()?;
+        }
+        Some(summary)
     }
 
     pub fn now(&self) -> Time {

@@ -205,6 +205,12 @@ impl Ctx<'_> {
     pub fn roce_counters(&mut self) -> &mut crate::world::RoceCounters {
         &mut self.world.roce
     }
+
+    /// DASR's sender tables and counters, if the scenario turns DASR on.
+    #[inline]
+    pub fn dasr(&mut self) -> Option<&mut roce::dasr::Dasr> {
+        self.world.dasr.as_deref_mut()
+    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::ids::{EndpointId, FlowId, HostId, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
 use crate::net::port::PortCtx;
 use crate::net::Network;
+use crate::transport::roce::dasr::Dasr;
 use crate::units::Time;
 
 /// The state of a run that endpoints and the EQDS layer act on.
@@ -36,6 +37,8 @@ pub struct World {
     pub eqds: Option<Box<EqdsLayer>>,
     /// RoCE's run totals (zero without RoCE flows).
     pub roce: RoceCounters,
+    /// Blitz's DASR sender tables, one per host, if the scenario turns DASR on.
+    pub dasr: Option<Box<Dasr>>,
 }
 
 /// What RoCE flows and their DCQCN did over a run, for `summary.json`. The endpoints
@@ -86,6 +89,7 @@ impl World {
             pacers: Vec::new(),
             eqds: None,
             roce: RoceCounters::default(),
+            dasr: None,
         }
     }
 
