@@ -420,3 +420,36 @@ fn runs_with_dasr_are_deterministic() {
         + "[output]\nports_csv = true\nflow_series = { interval = \"50us\" }\n";
     common::assert_runs_are_deterministic(&text);
 }
+
+/// `[output] rates_csv` logs each change of a RoCE sender's pacing rate: two DASR
+/// senders start at line rate, and each is told n = 2 (after n = 1, if its first
+/// ACK came before the other's first packet) within microseconds; without the key
+/// there is no file.
+#[test]
+fn rates_csv_logs_each_senders_pacing_rate() {
+    let q = r#"{ kind = "drop_tail", limit_packets = 1000 }"#;
+    let text = incast(2, "1MB", q, "dcqcn = false\ndasr = true") + "[output]\nrates_csv = true\n";
+    let dir = tempfile::tempdir().unwrap();
+    common::run_dir(&text, dir.path());
+    let csv = std::fs::read_to_string(dir.path().join("rates.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("time_ps,flow,rate_bps"));
+    let rows: Vec<(u64, u32, u64)> = lines
+        .map(|l| {
+            let v: Vec<u64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            (v[0], v[1] as u32, v[2])
+        })
+        .collect();
+    for flow in 0..2 {
+        let mine: Vec<&(u64, u32, u64)> = rows.iter().filter(|r| r.1 == flow).collect();
+        assert_eq!(mine[0].2, 40_000_000_000, "flow {flow} starts at line rate");
+        assert!(
+            mine.iter().any(|r| r.2 == 20_000_000_000 && r.0 < 20 * US),
+            "flow {flow} has half the link within 20 us: {mine:?}"
+        );
+    }
+    assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
+    let dir = tempfile::tempdir().unwrap();
+    common::run_dir(&incast(2, "1MB", q, "dasr = true"), dir.path());
+    assert!(!dir.path().join("rates.csv").exists());
+}

@@ -107,6 +107,9 @@ impl Simulation {
         for spec in flows {
             add_flow(&mut world, spec);
         }
+        if sc.output.rates_csv {
+            world.rate_log = Some(Vec::new());
+        }
         let sampler = Sampler::new(&sc.output, out_dir, &mut world)?;
         Ok(Simulation {
             world,

@@ -56,6 +56,11 @@ impl Simulation {
         &self.world.flows
     }
 
+    /// RoCE senders' rate changes, if the scenario asked for `rates.csv`.
+    pub fn rate_log(&self) -> Option<&[(Time, FlowId, f64)]> {
+        self.world.rate_log.as_deref()
+    }
+
     /// The EQDS layer, if any host runs EQDS.
     pub fn eqds(&self) -> Option<&EqdsLayer> {
         self.world.eqds.as_deref()

@@ -6,9 +6,12 @@
 //! It sits below both: `transport` uses it, `sim` builds it and runs it, so neither
 //! of those two needs the other's insides.
 
+pub mod dasr;
 mod pull_pacer;
 
 pub use pull_pacer::PullPacer;
+
+use dasr::Dasr;
 
 use crate::engine::{Event, EventQueue, SimRng, Timers};
 use crate::eqds::{EqdsLayer, HostIo, Writer};
@@ -17,7 +20,6 @@ use crate::ids::{EndpointId, FlowId, HostId, PacketId, PortId};
 use crate::net::packet::{Packet, PacketSlab};
 use crate::net::port::PortCtx;
 use crate::net::Network;
-use crate::transport::roce::dasr::Dasr;
 use crate::units::Time;
 
 /// The state of a run that endpoints and the EQDS layer act on.
@@ -39,6 +41,9 @@ pub struct World {
     pub roce: RoceCounters,
     /// Blitz's DASR sender tables, one per host, if the scenario turns DASR on.
     pub dasr: Option<Box<Dasr>>,
+    /// Each change of a RoCE sender's pacing rate: when, which flow, the new rate
+    /// in bits per second (`[output] rates_csv`; `None` when not asked for).
+    pub rate_log: Option<Vec<(Time, FlowId, f64)>>,
 }
 
 /// What RoCE flows and their DCQCN did over a run, for `summary.json`. The endpoints
@@ -90,6 +95,7 @@ impl World {
             eqds: None,
             roce: RoceCounters::default(),
             dasr: None,
+            rate_log: None,
         }
     }
 

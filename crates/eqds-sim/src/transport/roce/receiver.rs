@@ -7,7 +7,7 @@
 //! table (`dasr`): counted while a message is arriving, uncounted when its last
 //! packet is accepted, and every ACK and NAK carries the table's advertisement.
 
-use super::dasr::Membership;
+use super::dasr::{self, Membership};
 use super::dcqcn::NotificationPoint;
 use super::{encode_advert, Layout, RoceConfig};
 use crate::ids::PacketId;
@@ -65,7 +65,7 @@ impl RoceReceiver {
         let capacity = ctx.host_rate(rx);
         let advert = match (kind, ctx.dasr()) {
             (PacketKind::Ack | PacketKind::Nack, Some(d)) => {
-                encode_advert(d.advert(rx, tx, m, capacity))
+                encode_advert(dasr::advert(d, rx, tx, m, capacity))
             }
             _ => 0,
         };

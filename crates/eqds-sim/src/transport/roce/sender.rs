@@ -48,6 +48,8 @@ pub struct RoceSender {
     /// The share the receiver's last advertisement gave this flow, bits per second
     /// (`None`: none heard yet, or DASR is off).
     dasr_bps: Option<f64>,
+    /// The pacing rate last written to the run's rate log (0: none yet).
+    logged_bps: f64,
 }
 
 impl RoceSender {
@@ -76,6 +78,7 @@ impl RoceSender {
             nic_wake: None,
             timer: None,
             dasr_bps: None,
+            logged_bps: 0.0,
         }
     }
 
@@ -266,6 +269,15 @@ impl RoceSender {
 
     /// Sends what is due, then sets the timer for the earliest clock.
     fn pump(&mut self, ctx: &mut Ctx) {
+        if ctx.logs_rates() {
+            let rate = self
+                .limit_bps(ctx)
+                .unwrap_or(ctx.host_rate(self.ends.host) as f64);
+            if rate != self.logged_bps {
+                self.logged_bps = rate;
+                ctx.log_rate(self.ends.flow, rate);
+            }
+        }
         self.send_due(ctx);
         let pace = (self.nxt < self.layout.packets() && self.nic_wake.is_none())
             .then(|| self.pace_at(ctx).max(ctx.now + 1));
