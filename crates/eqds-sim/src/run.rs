@@ -69,6 +69,10 @@ fn write_results(
         output::write_ports_csv(&out_dir.join("ports.csv"), net, stats.end_time)
             .map_err(|e| io("ports.csv", e))?;
     }
+    if let Some(log) = sim.rate_log() {
+        output::series::write_rates_csv(&out_dir.join("rates.csv"), log)
+            .map_err(|e| io("rates.csv", e))?;
+    }
     if let (true, Some(eqds)) = (loaded.scenario.output.paths_csv, sim.eqds()) {
         output::write_paths_csv(&out_dir.join("paths.csv"), eqds)
             .map_err(|e| io("paths.csv", e))?;

@@ -212,6 +212,17 @@ fn bad_roce_keys_are_named() {
         ),
         ("dcqcn = { gain = 0.5 }", "gain"),
         ("dcqcn = { g = \"half\" }", "`transport.roce.dcqcn.g`"),
+        ("dasr = 1", "`transport.roce.dasr`"),
+        ("dasr = { timeout = 0 }", "transport.roce.dasr.timeout"),
+        (
+            "dasr = { timeout = \"20s\" }",
+            "transport.roce.dasr.timeout",
+        ),
+        (
+            "dasr = { timeout = \"soon\" }",
+            "`transport.roce.dasr.timeout`",
+        ),
+        ("dasr = { share = 0.5 }", "share"),
     ] {
         let err = load_error(&incast(1, "1MB", q, roce));
         assert!(err.contains(named), "{roce}: {err}");
@@ -255,7 +266,190 @@ fn dcqcn_tables_and_switches_are_read() {
         "[transport.roce.dcqcn]\nprofile = \"mlx-fw\"\ng = 0.0625\nbyte_counter = 0",
         "dcqcn = { profile = \"hpcc-ns3\", rai = \"10Mbps\", alpha_first = false }",
         "dcqcn = { profile = \"htsim\", cnp_interval = \"4us\", min_cut_interval = \"4us\" }",
+        "dasr = true",
+        "dasr = { timeout = \"250us\" }",
+        "[transport.roce.dasr]\nenabled = false",
     ] {
         build_error_free(&incast(1, "1MB", q, roce));
     }
+}
+
+/// An 8-to-1 incast of endless flows at 40 Gbps through a deep RED queue (no PFC:
+/// nothing overflows in the time it runs), stopped at `stop`: each flow's delivered
+/// bytes and the bottleneck's backlog in bytes.
+fn incast_at(roce: &str, stop: &str) -> (Vec<u64>, u64) {
+    let red = r#"{ kind = "red", min_bytes = "5KB", max_bytes = "200KB", p_max = 0.01, limit_packets = 5000 }"#;
+    let text = incast(8, "1GB", red, roce)
+        .replace("size = \"1GB\"\n", "")
+        .replace("time = \"1s\"", &format!("time = \"{stop}\""));
+    let (flows, _, sim) = common::run(&text);
+    let net = sim.network();
+    let bottleneck = net.queues[(0..net.ports.len())
+        .find(|&p| net.ports[p].peer == eqds_sim::ids::Node::Host(0))
+        .expect("a port towards the receiver")]
+    .backlog_bytes();
+    (flows.iter().map(|f| f.delivered).collect(), bottleneck)
+}
+
+/// DASR converges in about one round trip: the flows start at line rate, the
+/// first ACKs (a base RTT of about 5 us) tell them n, and from then on every
+/// sender runs at C / 8. The bottleneck's queue holds still from 20 us (the senders
+/// together send at exactly the link rate), and the link is shared evenly: the
+/// shares are measured from 100 us, once the line-rate burst of the first round
+/// trip (about 220 KB, 44 us of queue) has left the FIFO queue. DCQCN alone is
+/// nowhere near over the same time: its cuts come 50 us apart, and the queue grows
+/// by megabytes. (DASR with DCQCN is not tested here: the burst's queue is above
+/// RED's Kmax, so DCQCN cuts below the share and drains it.)
+#[test]
+fn dasr_apportions_an_incast_within_a_round_trip_where_dcqcn_does_not() {
+    let window_us = 200.0;
+    {
+        let roce = "dcqcn = false\ndasr = true";
+        let (_, q) = incast_at(roce, "20us");
+        let (d0, q0) = incast_at(roce, "100us");
+        let (d1, q1) = incast_at(roce, "300us");
+        for later in [q0, q1] {
+            assert!(
+                q.abs_diff(later) <= 3000,
+                "{roce}: queue {q} B then {later} B"
+            );
+        }
+        assert!(
+            q1 > 100_000,
+            "{roce}: the first round trip's burst is queued"
+        );
+        let rates: Vec<f64> = d0
+            .iter()
+            .zip(&d1)
+            .map(|(a, b)| (b - a) as f64 * 8.0 / (window_us * 1e-6))
+            .collect();
+        // Payload of a wire packet at 40 Gbps / 8.
+        let share = 40e9 / 8.0 * 1436.0 / 1500.0;
+        for r in &rates {
+            assert!(
+                (r / share - 1.0).abs() < 0.03,
+                "{roce}: {rates:?} against {share:.3e}"
+            );
+        }
+    }
+    let (_, q0) = incast_at("dcqcn = true", "20us");
+    let (_, q1) = incast_at("dcqcn = true", "120us");
+    assert!(q1 > q0 + 1_000_000, "DCQCN: queue {q0} B then {q1} B");
+}
+
+/// When senders finish, the rest are re-apportioned from the next ACKs: two flows
+/// of 1 MB and two endless ones, DASR alone; once the short ones are done the long
+/// ones share the link in halves, and the receiver's table ends with the two long
+/// flows' hosts, the two short ones counted out by their last packets.
+#[test]
+fn dasr_reapportions_when_senders_finish() {
+    let text = format!(
+        r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 5
+        link = {{ rate = "40Gbps", latency = "1us" }}
+        [switch]
+        queue = {{ kind = "drop_tail", limit_packets = 5000 }}
+        [transport]
+        protocol = "roce"
+        [transport.roce]
+        dcqcn = false
+        dasr = true
+        [workload]
+        kind = "flows"
+        flows = [
+            {{ src = 1, dst = 0, size = "1MB" }},
+            {{ src = 2, dst = 0, size = "1MB" }},
+            {{ src = 3, dst = 0 }},
+            {{ src = 4, dst = 0 }},
+        ]
+        [stop]
+        time = "{stop}"
+        "#,
+        stop = "1ms"
+    );
+    let (flows, roce) = run(&text);
+    let short_end = flows[0].end.unwrap().max(flows[1].end.unwrap());
+    // Four at a quarter each: 1 MB at 10 Gbps takes 0.8 ms of the 1 ms.
+    assert!(short_end < 900 * US, "short flows ended at {short_end}");
+    let dasr = &roce["dasr"];
+    assert_eq!(dasr["peak_senders"], 4);
+    assert_eq!(dasr["flows_counted"], 4);
+    assert_eq!(dasr["flows_finished"], 2);
+    assert_eq!(dasr["senders_expired"], 0);
+    // The long flows heard n = 4, then 3 or 2 as the short ones ended.
+    assert!(
+        dasr["rate_updates"].as_u64().unwrap() >= 2 + 2 * 2,
+        "{dasr}"
+    );
+    // After the short flows, the long ones shared the link evenly: run on to 2 ms
+    // and compare what they delivered since.
+    let later = text.replace("time = \"1ms\"", "time = \"2ms\"");
+    let (after, _) = run(&later);
+    let gained: Vec<u64> = (2..4)
+        .map(|i| after[i].delivered - flows[i].delivered)
+        .collect();
+    let half = 40e9 / 2.0 * 1436.0 / 1500.0 * 1e-3 / 8.0;
+    for g in &gained {
+        assert!(
+            (*g as f64 / half - 1.0).abs() < 0.03,
+            "{gained:?} against {half}"
+        );
+    }
+}
+
+#[test]
+fn roce_objects_say_dasr_only_when_it_runs() {
+    let q = r#"{ kind = "drop_tail" }"#;
+    let (_, roce) = run(&incast(2, "100KB", q, ""));
+    assert!(roce.get("dasr").is_none());
+    let (flows, roce) = run(&incast(2, "100KB", q, "dasr = { timeout = \"1ms\" }"));
+    all_complete(&flows, 100_000);
+    assert_eq!(roce["dasr"]["flows_finished"], 2);
+    assert_eq!(
+        roce["dasr"]["adverts"],
+        roce["acks"].as_u64().unwrap() + roce["naks"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn runs_with_dasr_are_deterministic() {
+    let red = r#"{ kind = "red", min_bytes = "5KB", max_bytes = "200KB", p_max = 0.01, limit_packets = 200 }"#;
+    let text = incast(4, "300KB", red, "ack_every = 2\ndasr = true")
+        + "[output]\nports_csv = true\nflow_series = { interval = \"50us\" }\n";
+    common::assert_runs_are_deterministic(&text);
+}
+
+/// `[output] rates_csv` logs each change of a RoCE sender's pacing rate: two DASR
+/// senders start at line rate, and each is told n = 2 (after n = 1, if its first
+/// ACK came before the other's first packet) within microseconds; without the key
+/// there is no file.
+#[test]
+fn rates_csv_logs_each_senders_pacing_rate() {
+    let q = r#"{ kind = "drop_tail", limit_packets = 1000 }"#;
+    let text = incast(2, "1MB", q, "dcqcn = false\ndasr = true") + "[output]\nrates_csv = true\n";
+    let dir = tempfile::tempdir().unwrap();
+    common::run_dir(&text, dir.path());
+    let csv = std::fs::read_to_string(dir.path().join("rates.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("time_ps,flow,rate_bps"));
+    let rows: Vec<(u64, u32, u64)> = lines
+        .map(|l| {
+            let v: Vec<u64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            (v[0], v[1] as u32, v[2])
+        })
+        .collect();
+    for flow in 0..2 {
+        let mine: Vec<&(u64, u32, u64)> = rows.iter().filter(|r| r.1 == flow).collect();
+        assert_eq!(mine[0].2, 40_000_000_000, "flow {flow} starts at line rate");
+        assert!(
+            mine.iter().any(|r| r.2 == 20_000_000_000 && r.0 < 20 * US),
+            "flow {flow} has half the link within 20 us: {mine:?}"
+        );
+    }
+    assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
+    let dir = tempfile::tempdir().unwrap();
+    common::run_dir(&incast(2, "1MB", q, "dasr = true"), dir.path());
+    assert!(!dir.path().join("rates.csv").exists());
 }

@@ -3,6 +3,8 @@
 //! `queues.csv`: `time_ps,port,tier,backlog_bytes,backlog_packets` for the selected
 //! ports at every sample. `flow_series.csv`: `time_ps,flow,throughput_bps` for every
 //! flow that delivered bytes during the interval ending at `time_ps`.
+//! `rates.csv`: `time_ps,flow,rate_bps`, a line each time a RoCE sender's pacing
+//! rate changes (written at the end, from the run's log).
 
 use crate::flow::FlowRecord;
 use crate::ids::PortId;
@@ -80,4 +82,17 @@ impl FlowSeries {
     pub fn finish(&mut self) -> std::io::Result<()> {
         self.out.flush()
     }
+}
+
+/// Writes `rates.csv` from the run's log of RoCE senders' rate changes.
+pub fn write_rates_csv(
+    path: &Path,
+    log: &[(Time, crate::ids::FlowId, f64)],
+) -> std::io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    writeln!(out, "time_ps,flow,rate_bps")?;
+    for &(t, flow, rate) in log {
+        writeln!(out, "{t},{flow},{}", rate.round() as u64)?;
+    }
+    out.flush()
 }

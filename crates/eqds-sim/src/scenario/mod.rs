@@ -227,6 +227,9 @@ pub struct OutputSpec {
     pub queue_series: Option<QueueSeriesSpec>,
     /// Per-flow delivered-throughput time series in `flow_series.csv`.
     pub flow_series: Option<FlowSeriesSpec>,
+    /// Every change of a RoCE sender's pacing rate in `rates.csv`.
+    #[serde(default)]
+    pub rates_csv: bool,
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -157,6 +157,59 @@ pub struct RoceSpec {
     /// DCQCN: `true` (the default, the `paper` profile), `false`, or a table.
     #[serde(default, deserialize_with = "dcqcn_setting")]
     pub dcqcn: DcqcnSpec,
+    /// Blitz's DASR: `false` (the default), `true`, or a table. DASR and DCQCN are
+    /// switched on and off independently: both on is the Blitz sender.
+    #[serde(default, deserialize_with = "dasr_setting")]
+    pub dasr: DasrSpec,
+}
+
+/// `[transport.roce.dasr]`: receivers count their senders and apportion their link
+/// (`transport::roce::dasr`; `docs/blitz.md` gives the reasons).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DasrSpec {
+    /// On unless a table says `enabled = false`; `[transport.roce]` without `dasr`
+    /// has it off.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// A sender host no packet has come from for this long is no longer counted
+    /// (default 1 ms, the Blitz digest's choice).
+    #[serde(default = "default_dasr_timeout")]
+    pub timeout: Duration,
+}
+
+impl Default for DasrSpec {
+    fn default() -> Self {
+        DasrSpec {
+            enabled: false,
+            timeout: default_dasr_timeout(),
+        }
+    }
+}
+
+fn default_dasr_timeout() -> Duration {
+    Duration(MS)
+}
+
+/// `dasr = true | false`, or a table (DASR on unless it says `enabled = false`).
+fn dasr_setting<'de, D: Deserializer<'de>>(d: D) -> Result<DasrSpec, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = DasrSpec;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "true, false or a table of DASR parameters")
+        }
+        fn visit_bool<E: de::Error>(self, enabled: bool) -> Result<DasrSpec, E> {
+            Ok(DasrSpec {
+                enabled,
+                ..DasrSpec::default()
+            })
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<DasrSpec, A::Error> {
+            DasrSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(V)
 }
 
 impl Default for RoceSpec {
@@ -457,6 +510,12 @@ impl TransportSpec {
         }
         if r.nic_limit == 0 {
             return Err("nic_limit: must be at least 1 packet".into());
+        }
+        if r.dasr.timeout.0 == 0 || r.dasr.timeout.0 > ROCE_MAX_RTO {
+            return Err(format!(
+                "dasr.timeout: must be positive and at most 10 s, got {}",
+                crate::units::DisplayTime(r.dasr.timeout.0)
+            ));
         }
         let mss = self.mtu.0 - self.header.0;
         if r.opcode == RoceOpcode::Write && mss <= ROCE_RETH_BYTES {

@@ -103,8 +103,16 @@ impl Simulation {
         build_eqds(sc, &flows, &mut world, &credit)?;
         let factory = EndpointFactory::new(t, &sc.eqds, world.net.path_count(), credit.bdp);
         check_roce(loaded, &flows, &factory, &credit.rates)?;
+        if t.roce.dasr.enabled && flows.iter().any(|f| f.protocol == Protocol::Roce) {
+            let dasr =
+                crate::transport::roce::dasr::Dasr::new(world.net.n_hosts, t.roce.dasr.timeout.0);
+            world.dasr = Some(Box::new(dasr));
+        }
         for spec in flows {
             add_flow(&mut world, spec);
+        }
+        if sc.output.rates_csv {
+            world.rate_log = Some(Vec::new());
         }
         let sampler = Sampler::new(&sc.output, out_dir, &mut world)?;
         Ok(Simulation {

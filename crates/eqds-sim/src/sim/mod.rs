@@ -56,6 +56,11 @@ impl Simulation {
         &self.world.flows
     }
 
+    /// RoCE senders' rate changes, if the scenario asked for `rates.csv`.
+    pub fn rate_log(&self) -> Option<&[(Time, FlowId, f64)]> {
+        self.world.rate_log.as_deref()
+    }
+
     /// The EQDS layer, if any host runs EQDS.
     pub fn eqds(&self) -> Option<&EqdsLayer> {
         self.world.eqds.as_deref()
@@ -88,7 +93,11 @@ impl Simulation {
         if !self.world.flows.iter().any(|f| f.spec.protocol == roce) {
             return None;
         }
-        serde_json::to_value(self.world.roce).ok()
+        let mut summary = serde_json::to_value(self.world.roce).ok()?;
+        if let Some(dasr) = &self.world.dasr {
+            summary["dasr"] = serde_json::to_value(dasr.counters).ok()?;
+        }
+        Some(summary)
     }
 
     pub fn now(&self) -> Time {

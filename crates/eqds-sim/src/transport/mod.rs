@@ -215,6 +215,25 @@ impl Ctx<'_> {
     pub fn roce_counters(&mut self) -> &mut crate::world::RoceCounters {
         &mut self.world.roce
     }
+
+    /// Whether the run logs RoCE senders' rates (`[output] rates_csv`).
+    #[inline]
+    pub fn logs_rates(&self) -> bool {
+        self.world.rate_log.is_some()
+    }
+
+    /// Logs that `flow`'s sender now paces at `rate_bps` (if the run logs rates).
+    pub fn log_rate(&mut self, flow: FlowId, rate_bps: f64) {
+        if let Some(log) = &mut self.world.rate_log {
+            log.push((self.now, flow, rate_bps));
+        }
+    }
+
+    /// DASR's sender tables and counters, if the scenario turns DASR on.
+    #[inline]
+    pub fn dasr(&mut self) -> Option<&mut roce::dasr::Dasr> {
+        self.world.dasr.as_deref_mut()
+    }
 }
 
 #[cfg(test)]

@@ -6,9 +6,12 @@
 //! It sits below both: `transport` uses it, `sim` builds it and runs it, so neither
 //! of those two needs the other's insides.
 
+pub mod dasr;
 mod pull_pacer;
 
 pub use pull_pacer::PullPacer;
+
+use dasr::Dasr;
 
 use crate::engine::{Event, EventQueue, SimRng, Timers};
 use crate::eqds::{EqdsLayer, HostIo, Writer};
@@ -36,6 +39,11 @@ pub struct World {
     pub eqds: Option<Box<EqdsLayer>>,
     /// RoCE's run totals (zero without RoCE flows).
     pub roce: RoceCounters,
+    /// Blitz's DASR sender tables, one per host, if the scenario turns DASR on.
+    pub dasr: Option<Box<Dasr>>,
+    /// Each change of a RoCE sender's pacing rate: when, which flow, the new rate
+    /// in bits per second (`[output] rates_csv`; `None` when not asked for).
+    pub rate_log: Option<Vec<(Time, FlowId, f64)>>,
 }
 
 /// What RoCE flows and their DCQCN did over a run, for `summary.json`. The endpoints
@@ -86,6 +94,8 @@ impl World {
             pacers: Vec::new(),
             eqds: None,
             roce: RoceCounters::default(),
+            dasr: None,
+            rate_log: None,
         }
     }
 

@@ -8,15 +8,24 @@
 //!   go-back-0) on a NAK or a timeout.
 //! - [`receiver`]: the responder: in-order acceptance only, coalesced ACKs,
 //!   rate-limited NAKs, and the NP that answers CE marks with CNPs.
+//! - [`dasr`]: Blitz's DASR (optional): each receiving host counts its senders and
+//!   every ACK and NAK tells its sender its share of the receiver's link.
 //!
 //! Packets are numbered by PSN, the packet sequence number, from 0 for each flow
 //! (`Packet::seq`); ACKs and NAKs carry the next PSN the receiver expects
-//! (`Packet::ack`). The receiver's NIC keeps no out-of-order packets, as RoCE NICs
+//! (`Packet::ack`). With DASR, ACKs and NAKs also carry the receiver's
+//! [`dasr::Advert`] in `Packet::seq`, which they do not otherwise use (a packet
+//! stays one 64-byte cache line): bits 0-15 hold n, the receiver's sender hosts,
+//! bits 16-31 k_s, the flows of this sender host it counts, and bits 32-63 C_r, its
+//! link rate in Mbps ([`encode_advert`], [`advert_of`]). Each saturates at its
+//! field's maximum; n is at least 1 in an advertisement, so `seq = 0` (every ACK
+//! without DASR) carries none. The receiver's NIC keeps no out-of-order packets, as RoCE NICs
 //! without selective repeat do (the DCQCN authors' ns-3 model, §1.6 of our spec).
 //! PFC is the network's (`net`), not the transport's: a paused NIC queue simply
 //! stops draining, and [`RoceConfig::nic_limit`] keeps the sender from queueing
 //! behind it.
 
+pub mod dasr;
 pub mod dcqcn;
 mod receiver;
 mod sender;
@@ -24,7 +33,25 @@ mod sender;
 pub use receiver::RoceReceiver;
 pub use sender::RoceSender;
 
+use crate::net::packet::{Packet, PacketKind};
 use crate::units::Time;
+use dasr::Advert;
+
+/// `Packet::seq` of an ACK or a NAK carrying `a` (see the module's layout).
+pub fn encode_advert(a: Advert) -> u64 {
+    let field = |v: u32| u64::from(v.min(u32::from(u16::MAX)));
+    field(a.senders) | field(a.flows) << 16 | u64::from(a.capacity_mbps) << 32
+}
+
+/// The advertisement an ACK or NAK carries, if any.
+pub fn advert_of(p: &Packet) -> Option<Advert> {
+    let carries = matches!(p.kind, PacketKind::Ack | PacketKind::Nack) && p.seq & 0xffff != 0;
+    carries.then_some(Advert {
+        senders: (p.seq & 0xffff) as u32,
+        flows: (p.seq >> 16 & 0xffff) as u32,
+        capacity_mbps: (p.seq >> 32) as u32,
+    })
+}
 
 /// What a NAK or a timeout resends from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,9 +2,14 @@
 //! packets and at each message's end, NAKs a gap at most once per `nak_interval`
 //! for the same PSN, and runs DCQCN's notification point, which answers CE-marked
 //! packets with CNPs (at most one per `cnp_interval`, on the endpoint timer).
+//!
+//! With DASR on, the responder also keeps its flow's place in its host's sender
+//! table (`dasr`): counted while a message is arriving, uncounted when its last
+//! packet is accepted, and every ACK and NAK carries the table's advertisement.
 
+use super::dasr::{self, Membership};
 use super::dcqcn::NotificationPoint;
-use super::{Layout, RoceConfig};
+use super::{encode_advert, Layout, RoceConfig};
 use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::transport::{Ctx, Endpoint, Ends};
@@ -25,6 +30,8 @@ pub struct RoceReceiver {
     /// What the endpoint timer is set to (the NP's interval end).
     timer: Option<Time>,
     complete: bool,
+    /// This flow's place in its host's DASR table.
+    dasr: Membership,
 }
 
 impl RoceReceiver {
@@ -48,13 +55,23 @@ impl RoceReceiver {
             nak: None,
             timer: None,
             complete: false,
+            dasr: Membership::default(),
         }
     }
 
     /// An ACK, NAK or CNP: a header-sized packet in the control class.
     fn send_control(&mut self, ctx: &mut Ctx, kind: PacketKind, echo: Time) {
+        let (rx, tx, m) = (self.ends.host, self.ends.peer_host, self.dasr);
+        let capacity = ctx.host_rate(rx);
+        let advert = match (kind, ctx.dasr()) {
+            (PacketKind::Ack | PacketKind::Nack, Some(d)) => {
+                encode_advert(dasr::advert(d, rx, tx, m, capacity))
+            }
+            _ => 0,
+        };
         ctx.send(Packet {
             size: self.cfg.header,
+            seq: advert,
             entropy: self.entropy,
             ack: self.expected,
             timestamp: echo,
@@ -87,6 +104,13 @@ impl RoceReceiver {
         f.received += bytes;
         self.expected += 1;
         self.count_for_ack(ctx, p.seq, p.timestamp);
+        if self.layout.is_last_of_message(p.seq) {
+            // After the ACK: it still tells the share this message had.
+            let (rx, tx) = (self.ends.host, self.ends.peer_host);
+            if let Some(d) = ctx.dasr() {
+                d.finished(rx, tx, &mut self.dasr);
+            }
+        }
         if self.expected >= self.layout.packets() && !self.complete {
             self.complete = true;
             ctx.complete_flow(self.ends.flow);
@@ -137,6 +161,14 @@ impl Endpoint for RoceReceiver {
                 self.send_control(ctx, PacketKind::Cnp, 0);
             }
             self.arm_np(ctx);
+        }
+        // DASR hears from the sender host; new data (or a resend inside a message
+        // the receiver has begun) means the flow is sending and counts.
+        let (rx, tx, now) = (self.ends.host, self.ends.peer_host, ctx.now);
+        let unfinished = self.expected < self.layout.packets();
+        let active = unfinished && (p.seq >= self.expected || !self.layout.is_first(self.expected));
+        if let Some(d) = ctx.dasr() {
+            d.heard(now, rx, tx, &mut self.dasr, active);
         }
         if p.seq == self.expected {
             self.accept(ctx, &p);

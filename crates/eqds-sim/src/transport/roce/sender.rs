@@ -6,9 +6,15 @@
 //! NIC's per-QP rate limiter of spec §1.3.2), the RP's α, increase and deferred-cut
 //! timers, and the retransmission timeout. Nothing is kept per packet: a go-back
 //! sender resends from a PSN, which the layout turns back into bytes.
+//!
+//! With DASR, each ACK or NAK that carries an advertisement sets the flow's DASR
+//! rate, C_r / (n · k_s); the pacer runs at the lower of it and DCQCN's rate (the
+//! line rate without DCQCN). DCQCN's own state moves only on CNPs, as the Blitz
+//! digest's sender rule has it: a cut starts from DCQCN's rate, not from the DASR
+//! share, so it bites only once DCQCN's rate falls below the share.
 
 use super::dcqcn::{DcqcnParams, ReactionPoint, RpStats};
-use super::{Layout, Recovery, RoceConfig};
+use super::{advert_of, Layout, Recovery, RoceConfig};
 use crate::ids::PacketId;
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::transport::{Ctx, Endpoint, Ends};
@@ -39,6 +45,11 @@ pub struct RoceSender {
     nic_wake: Option<Time>,
     /// What the endpoint timer is set to.
     timer: Option<Time>,
+    /// The share the receiver's last advertisement gave this flow, bits per second
+    /// (`None`: none heard yet, or DASR is off).
+    dasr_bps: Option<f64>,
+    /// The pacing rate last written to the run's rate log (0: none yet).
+    logged_bps: f64,
 }
 
 impl RoceSender {
@@ -66,6 +77,8 @@ impl RoceSender {
             rto_at: None,
             nic_wake: None,
             timer: None,
+            dasr_bps: None,
+            logged_bps: 0.0,
         }
     }
 
@@ -84,11 +97,45 @@ impl RoceSender {
         let Some((at, size)) = self.last_send else {
             return 0;
         };
-        let gap = match &self.rp {
-            Some(rp) => (f64::from(size) * 8.0 * SEC as f64 / rp.rate_bps()).ceil() as Time,
+        let gap = match self.limit_bps(ctx) {
+            Some(rate) => (f64::from(size) * 8.0 * SEC as f64 / rate).ceil() as Time,
             None => serialisation_time(size, ctx.host_rate(self.ends.host)),
         };
         at + gap
+    }
+
+    /// The rate the flow is paced at, if anything holds it below the line rate:
+    /// DCQCN's RC, and DASR's share if lower.
+    fn limit_bps(&self, ctx: &Ctx) -> Option<f64> {
+        let dcqcn = self.rp.as_ref().map(ReactionPoint::rate_bps);
+        match (dcqcn, self.dasr_bps) {
+            (Some(r), Some(d)) => Some(r.min(d)),
+            (r, None) => r,
+            (None, Some(d)) => Some(d.min(ctx.host_rate(self.ends.host) as f64)),
+        }
+    }
+
+    /// Whether DASR's share is what holds the flow back now.
+    fn dasr_binds(&self, ctx: &Ctx) -> bool {
+        self.dasr_bps.is_some_and(|d| {
+            let other = self.rp.as_ref().map_or_else(
+                || ctx.host_rate(self.ends.host) as f64,
+                ReactionPoint::rate_bps,
+            );
+            d < other
+        })
+    }
+
+    /// An ACK or NAK carried the receiver's advertisement: pace at the share it
+    /// gives from now on (the next packet's gap already uses it).
+    fn on_advert(&mut self, ctx: &mut Ctx, a: super::dasr::Advert) {
+        let rate = a.rate_bps();
+        if self.dasr_bps != Some(rate) {
+            self.dasr_bps = Some(rate);
+            if let Some(d) = ctx.dasr() {
+                d.counters.rate_updates += 1;
+            }
+        }
     }
 
     /// Sends what the pacer and the NIC allow now.
@@ -158,6 +205,11 @@ impl RoceSender {
             ctx.flow(self.ends.flow).retransmits += 1;
         }
         self.last_send = Some((ctx.now, size));
+        if self.dasr_binds(ctx) {
+            if let Some(d) = ctx.dasr() {
+                d.counters.dasr_paced_packets += 1;
+            }
+        }
         if let Some(rp) = &mut self.rp {
             rp.on_sent(u64::from(size));
             self.report(ctx);
@@ -227,6 +279,15 @@ impl RoceSender {
 
     /// Sends what is due, then sets the timer for the earliest clock.
     fn pump(&mut self, ctx: &mut Ctx) {
+        if ctx.logs_rates() {
+            let rate = self
+                .limit_bps(ctx)
+                .unwrap_or(ctx.host_rate(self.ends.host) as f64);
+            if rate != self.logged_bps {
+                self.logged_bps = rate;
+                ctx.log_rate(self.ends.flow, rate);
+            }
+        }
         self.send_due(ctx);
         let pace = (self.nxt < self.layout.packets() && self.nic_wake.is_none())
             .then(|| self.pace_at(ctx).max(ctx.now + 1));
@@ -262,6 +323,9 @@ impl Endpoint for RoceSender {
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
         let p = *ctx.packet(pkt);
         ctx.free(pkt);
+        if let Some(a) = advert_of(&p) {
+            self.on_advert(ctx, a);
+        }
         match p.kind {
             PacketKind::Ack => {
                 self.on_ack(ctx, p.ack);

@@ -376,3 +376,209 @@ fn sender_with_dcqcn_marks_ect_and_slows_down_on_a_cnp() {
     assert_eq!((c.cnps_received, c.rate_cuts), (1, 1));
     assert_eq!(c.lowest_rate_bps, Some(RATE as f64 / 2.0));
 }
+
+// DASR: the receiver's table and advertisements, the sender's rate.
+
+use super::dasr::{Advert, Dasr};
+use super::{advert_of, encode_advert};
+use crate::units::MS;
+
+/// A rig whose world runs DASR.
+fn dasr_rig(size: u64) -> Rig {
+    let mut rig = Rig::new(size);
+    rig.world.dasr = Some(Box::new(Dasr::new(2, MS)));
+    rig
+}
+
+fn table_of(rig: &Rig) -> (u32, u32) {
+    let t = rig.world.dasr.as_ref().unwrap().table(0);
+    (t.senders(), t.flows_of(1))
+}
+
+#[test]
+fn adverts_fit_an_ack_and_saturate() {
+    let a = Advert {
+        senders: 3,
+        flows: 2,
+        capacity_mbps: 400_000,
+    };
+    let ack = Packet {
+        kind: PacketKind::Ack,
+        seq: encode_advert(a),
+        ..Packet::default()
+    };
+    assert_eq!(advert_of(&ack), Some(a));
+    let nak = Packet {
+        kind: PacketKind::Nack,
+        ..ack
+    };
+    assert_eq!(advert_of(&nak), Some(a));
+    // Data's seq is its PSN, and an ACK without DASR has seq 0.
+    let data = Packet {
+        kind: PacketKind::Data,
+        ..ack
+    };
+    assert_eq!(advert_of(&data), None);
+    assert_eq!(advert_of(&Packet { seq: 0, ..ack }), None);
+    let big = Advert {
+        senders: 70_000,
+        flows: 1,
+        capacity_mbps: 1,
+    };
+    assert_eq!(
+        advert_of(&Packet {
+            seq: encode_advert(big),
+            ..ack
+        })
+        .unwrap()
+        .senders,
+        65_535
+    );
+    assert_eq!(std::mem::size_of::<Packet>(), 64);
+}
+
+#[test]
+fn receiver_counts_its_flow_per_message_and_advertises_on_acks_and_naks() {
+    let mut rig = dasr_rig(4000);
+    let cfg = RoceConfig {
+        message_size: Some(2000),
+        ..cfg()
+    };
+    let mut rx = RoceReceiver::new(cfg, ends().reversed(), 0, Some(4000), None);
+    rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
+    assert_eq!(table_of(&rig), (1, 1), "the first packet counts the sender");
+    // A gap: the NAK tells the share too.
+    rig.deliver(&mut rx, RECEIVER, data(3, 1000, false));
+    // The message's last packet: ACKed with the share, then uncounted.
+    rig.deliver(&mut rx, RECEIVER, data(1, 1000, false));
+    assert_eq!(
+        table_of(&rig),
+        (0, 0),
+        "the message's last packet uncounts it"
+    );
+    // The next message counts it again.
+    rig.deliver(&mut rx, RECEIVER, data(2, 1000, false));
+    assert_eq!(table_of(&rig), (1, 1));
+    rig.run(&mut rx, RECEIVER, 10 * US);
+    let sent: Vec<Packet> = rig.out.iter().map(|(_, p)| *p).collect();
+    let kinds: Vec<PacketKind> = sent.iter().map(|p| p.kind).collect();
+    use PacketKind::{Ack, Nack};
+    assert_eq!(kinds, vec![Ack, Nack, Ack, Ack]);
+    let one = Advert {
+        senders: 1,
+        flows: 1,
+        capacity_mbps: 40_000,
+    };
+    assert!(sent.iter().all(|p| advert_of(p) == Some(one)), "{sent:?}");
+    let c = rig.world.dasr.as_ref().unwrap().counters;
+    assert_eq!((c.flows_counted, c.flows_finished, c.adverts), (2, 1, 4));
+}
+
+#[test]
+fn receiver_counts_a_flow_back_after_its_host_timed_out() {
+    let mut rig = dasr_rig(10_000);
+    let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(10_000), None);
+    rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
+    rig.run(&mut rx, RECEIVER, 2 * MS);
+    // Quiet for 2 ms: the next packet finds the host expired, and counts it anew.
+    rig.deliver(&mut rx, RECEIVER, data(1, 1000, false));
+    assert_eq!(table_of(&rig), (1, 1));
+    let c = rig.world.dasr.as_ref().unwrap().counters;
+    assert_eq!((c.senders_expired, c.flows_counted), (1, 2));
+    // A duplicate of a finished message, after the flow is done, counts nothing.
+    for psn in 2..10 {
+        rig.deliver(&mut rx, RECEIVER, data(psn, 1000, false));
+    }
+    assert_eq!(table_of(&rig), (0, 0));
+    rig.deliver(&mut rx, RECEIVER, data(9, 1000, false));
+    assert_eq!(table_of(&rig), (0, 0));
+}
+
+/// The gaps between the data packets the rig collected from `from` on.
+fn gaps_from(rig: &mut Rig, from: Time) -> Vec<Time> {
+    let t: Vec<Time> = rig
+        .take(PacketKind::Data)
+        .iter()
+        .map(|(_, p)| p.timestamp)
+        .filter(|&t| t >= from)
+        .collect();
+    t.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+fn ack_with(psn: u64, senders: u32, flows: u32) -> Packet {
+    Packet {
+        seq: encode_advert(Advert {
+            senders,
+            flows,
+            capacity_mbps: 40_000,
+        }),
+        ..control(PacketKind::Ack, psn)
+    }
+}
+
+#[test]
+fn sender_paces_at_the_advertised_share_from_the_ack_that_carries_it() {
+    let line = serialisation_time(1064, RATE);
+    let mut rig = dasr_rig(1000 * 1000);
+    let mut tx = RoceSender::new(cfg(), ends(), 0, Some(1_000_000), None);
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 2 * US);
+    // Line rate before any ACK.
+    assert!(gaps_from(&mut rig, 0).iter().all(|&g| g == line));
+    // n = 4: a quarter of the receiver's link.
+    let at = rig.now;
+    rig.deliver(&mut tx, SENDER, ack_with(1, 4, 1));
+    rig.run(&mut tx, SENDER, 10 * US);
+    let g = gaps_from(&mut rig, at);
+    assert!(
+        g.len() > 3 && g.iter().all(|&g| g.abs_diff(4 * line) <= 1),
+        "{g:?}"
+    );
+    // Two of n = 2 hosts' flows: the host's half, split, is a quarter too; then
+    // the host's other flow ends: half.
+    rig.deliver(&mut tx, SENDER, ack_with(2, 2, 2));
+    let at = rig.now;
+    rig.deliver(&mut tx, SENDER, ack_with(3, 2, 1));
+    rig.run(&mut tx, SENDER, 20 * US);
+    let g = gaps_from(&mut rig, at);
+    assert!(g[1..].iter().all(|&g| g.abs_diff(2 * line) <= 1), "{g:?}");
+    // A NAK's advert counts as well: alone, line rate again.
+    let at = rig.now;
+    let nak = Packet {
+        kind: PacketKind::Nack,
+        ..ack_with(4, 1, 1)
+    };
+    rig.deliver(&mut tx, SENDER, nak);
+    rig.run(&mut tx, SENDER, 30 * US);
+    let g = gaps_from(&mut rig, at);
+    assert!(g[1..].iter().all(|&g| g == line), "{g:?}");
+    let c = rig.world.dasr.as_ref().unwrap().counters;
+    // 4, 2x2, 2x1, 1: four changes of rate (2x2 is the same quarter as 4).
+    assert_eq!(c.rate_updates, 3);
+    assert!(c.dasr_paced_packets > 0);
+}
+
+#[test]
+fn sender_paces_at_the_lower_of_dasr_and_dcqcn() {
+    let line = serialisation_time(1064, RATE);
+    let dcqcn = DcqcnParams::profile(Profile::Paper, RATE);
+    let mut rig = dasr_rig(1000 * 1000);
+    let mut tx = RoceSender::new(cfg(), ends(), 0, Some(1_000_000), Some(dcqcn));
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 2 * US);
+    // DCQCN halves its rate (α = 1): 20 Gbps, below DASR's 40 (n = 1).
+    rig.deliver(&mut tx, SENDER, ack_with(1, 1, 1));
+    rig.deliver(&mut tx, SENDER, control(PacketKind::Cnp, 0));
+    let at = rig.now;
+    rig.run(&mut tx, SENDER, 10 * US);
+    let g = gaps_from(&mut rig, at);
+    assert!(g[1..].iter().all(|&g| g.abs_diff(2 * line) <= 1), "{g:?}");
+    // n = 4: DASR's 10 Gbps is lower.
+    rig.deliver(&mut tx, SENDER, ack_with(2, 4, 1));
+    let at = rig.now;
+    rig.run(&mut tx, SENDER, 20 * US);
+    let g = gaps_from(&mut rig, at);
+    assert!(g[1..].iter().all(|&g| g.abs_diff(4 * line) <= 1), "{g:?}");
+    // The CNP moved DCQCN's state only: DASR changed nothing in it.
+    assert_eq!(rig.world.roce.rate_cuts, 1);
+}
