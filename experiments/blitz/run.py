@@ -45,6 +45,13 @@ BACKGROUND_TO_AGGREGATOR = 0  # workload index in scenario.toml
 BACKGROUND_ELSEWHERE = 1
 INCAST = 2
 
+#: A switch port queue that never marks: control first, then data, as `switch.queue`
+#: without RED.
+NO_MARKING = (
+    "{ kind = 'strict_priority', classes = [{ kind = 'drop_tail', limit_packets = 1000 }, "
+    "{ kind = 'drop_tail' }] }"
+)
+
 # One row per configuration; the DCQCN row is the baseline of every ratio.
 CONFIGS = {
     "DCQCN": {"transport.roce.dcqcn": "true", "transport.roce.dasr": "false"},
@@ -57,17 +64,34 @@ CONFIGS = {
         "transport.roce.dcqcn": "false",
         "transport.roce.dasr": "true",
     },
-    # Placeholders, filled in by the other parts of issue 27 (not run here):
-    # "Blitz DASR, no last-hop marking": DASR + DCQCN with the ToR -> host ports not
-    #     marking (the digest's §1.4.2), once the switches can take a queue of their
-    #     own there (`switch.edge_queue` in the IOFD part), e.g.
-    #     {"transport.roce.dasr": "true", "switch.edge_queue": "{ kind = 'strict_priority',
-    #      classes = [{ kind = 'drop_tail', limit_packets = 1000 }, { kind = 'drop_tail' }] }"}.
-    # "DASR + IOFD": the in-order deflection in the fabric (IOFD part of issue 27).
-    # "RoCE over EQDS": the RDMA EQIF (EQIF part of issue 27).
+    # DASR + DCQCN with the ToR -> host ports not marking (the digest's §1.4.2:
+    # last-hop congestion is DASR's), through `switch.edge_queue`.
+    "Blitz DASR, no last-hop marking": {
+        "transport.roce.dcqcn": "true",
+        "transport.roce.dasr": "true",
+        "switch.edge_queue": NO_MARKING,
+    },
+    # The whole of Blitz: DASR, IOFD in the fabric, DCQCN for what is left.
+    "Blitz DASR + IOFD, no last-hop marking": {
+        "transport.roce.dcqcn": "true",
+        "transport.roce.dasr": "true",
+        "switch.edge_queue": NO_MARKING,
+        "iofd.enabled": "true",
+    },
+    # RoCE over EQDS: no PFC, sprayed trimming fabric (15-packet queues), every
+    # workload through the RDMA EQIF (Appendix B's thresholds, CNPs to DCQCN).
+    "RoCE over EQDS (RDMA EQIF)": {
+        "transport.roce.dcqcn": "true",
+        "transport.roce.dasr": "false",
+        "eqds.enabled": "true",
+        "eqds.eqifs": "[{ kind = 'rdma', workloads = [0, 1, 2] }]",
+        "switch.load_balancing": "spray",
+        "switch.queue": "{ kind = 'trimming', data_packets = 15 }",
+        "pfc.enabled": "false",
+    },
 }
 BASELINE = "DCQCN"
-BLITZ = "Blitz DASR only (DASR + DCQCN)"
+BLITZ = "Blitz DASR + IOFD, no last-hop marking"
 POSTER_DEGREES = (2, 4, 8, 16)  # the testbed's range: at most 18 senders
 CDF_DEGREE = 16
 
@@ -168,26 +192,26 @@ def main() -> int:
     total_marks = {c: sum(sum(t.values()) for t in marks[c].values()) for c in CONFIGS}
     quantities = [
         Quantity(
-            f"median incast FCT, DCQCN / Blitz DASR, geometric mean over degrees {poster}",
+            f"median incast FCT, DCQCN / Blitz (DASR + IOFD), geometric mean over degrees {poster}",
             2.9,
             round(gm["median_us"], 3),
             0.4,
         ),
         Quantity(
-            f"p99 incast FCT, DCQCN / Blitz DASR, geometric mean over degrees {poster}",
+            f"p99 incast FCT, DCQCN / Blitz (DASR + IOFD), geometric mean over degrees {poster}",
             2.9,
             round(gm["p99_us"], 3),
             0.4,
         ),
         Quantity(
-            "background flow into the aggregator: goodput change with Blitz DASR (%), "
+            "background flow into the aggregator: goodput change with Blitz (%), "
             "mean over degrees",
             0,
             round(bg_change, 2),
             0.5,
         ),
         Quantity(
-            "ECN marks, DCQCN / Blitz DASR (all switch ports, all degrees)",
+            "ECN marks, DCQCN / Blitz (all switch ports, all degrees)",
             4,
             round(total_marks[BASELINE] / max(1, total_marks[BLITZ]), 3),
             1,
