@@ -5,8 +5,8 @@
 
 mod common;
 
+use common::{build_error, load_error};
 use eqds_sim::flow::FlowRecord;
-use eqds_sim::scenario::Scenario;
 use eqds_sim::sim::Simulation;
 use eqds_sim::units::{SEC, US};
 use serde_json::Value;
@@ -177,21 +177,6 @@ fn outputs_without_roce_have_no_roce_object() {
     assert!(outcome.summary.get("roce").is_none());
 }
 
-fn load_error(text: &str) -> String {
-    match Scenario::from_str_with(text, "bad.toml", ".".into(), &[]) {
-        Ok(_) => panic!("accepted a bad scenario:\n{text}"),
-        Err(e) => e.to_string(),
-    }
-}
-
-fn build_error(text: &str) -> String {
-    let loaded = common::load(text);
-    match Simulation::new(&loaded, None) {
-        Ok(_) => panic!("built a bad scenario:\n{text}"),
-        Err(e) => e,
-    }
-}
-
 #[test]
 fn bad_roce_keys_are_named() {
     let q = r#"{ kind = "drop_tail" }"#;
@@ -246,8 +231,12 @@ fn bad_roce_keys_are_named() {
     }
     // Switched off, DCQCN's values are not used and not checked.
     build_error_free(&incast(1, "1MB", q, "dcqcn = { enabled = false, g = 2.0 }"));
+    // Inside EQDS, RoCE needs an RDMA EQIF (tests/rdma_eqif.rs has the rest).
     let err = build_error(&(incast(1, "1MB", q, "") + "[eqds]\nenabled = true\n"));
-    assert!(err.contains("eqds.enabled"), "{err}");
+    assert!(
+        err.contains("eqds.eqifs") && err.contains("need an RDMA EQIF"),
+        "{err}"
+    );
 }
 
 fn build_error_free(text: &str) {
