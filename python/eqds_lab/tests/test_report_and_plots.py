@@ -114,16 +114,23 @@ def test_fig10_runs_through_eqds_lab_quick(tmp_path):
 def test_fig7_runs_through_eqds_lab_quick(tmp_path):
     """A short instance of experiments/fig7-permutation: ECMP collisions leave TCP's
     mean near half the link, EQDS's spraying every flow near all of it, and a window
-    of one idle BDP falls short of the default."""
-    run_quick("fig7-permutation", tmp_path, must_pass=True)
-    seen = json.loads((tmp_path / "result.json").read_text())["also_measured"]
+    of one idle BDP falls short of the default; RoCE over EQDS runs near line rate in
+    order. (The RDMA rows' verdicts need the full run: DCQCN's start-up cuts weigh on
+    the 8 ms quick run, and the paper's RDMA maximum is a documented FAIL.)"""
+    run_quick("fig7-permutation", tmp_path)
+    result = json.loads((tmp_path / "result.json").read_text())
+    tcp_verdicts = {q["name"]: q["pass"] for q in result["quantities"] if "TCP" in q["name"]}
+    assert len(tcp_verdicts) == 3 and all(tcp_verdicts.values()), tcp_verdicts
+    seen = result["also_measured"]
+    roce = seen["RoCE over EQDS (RDMA EQIF, NDP mode)"]
+    assert roce["mean_gbps"] > 18 and roce["roce_out_of_order"] == 0, roce
     tcp, ndp = seen["TCP (ECMP)"], seen["TCP over EQDS, NDP mode"]
     idle = seen["TCP over EQDS, NDP mode, window of one idle BDP"]
     assert ndp["min_gbps"] > 20 > tcp["mean_gbps"], seen
     assert idle["mean_gbps"] < ndp["mean_gbps"] - 2, seen
     assert ndp["eqds_window_packets"][0] > idle["eqds_window_packets"][0], seen
-    # Four configurations, six flows, two seeds.
-    assert len(read_csv(tmp_path / "fig7.csv")) == 4 * 6 * 2
+    # Eight configurations (four TCP, four RoCE), six flows, two seeds.
+    assert len(read_csv(tmp_path / "fig7.csv")) == 8 * 6 * 2
     assert (tmp_path / "fig7.png").read_bytes()[:8] == PNG_MAGIC
 
 
