@@ -93,6 +93,42 @@ fn deflection_lifts_colliding_flows_without_reordering() {
     );
 }
 
+/// Sixteen RoCE WRITEs across four leaves (host i of leaf l to host i of leaf l+1,
+/// the colliding fabric's switches): a moved flow's old and new paths cross
+/// different spine downlinks, and a packet on the shorter one overtakes. The
+/// last-hop re-sequencer puts every flow back in order; without it the receivers
+/// see reordering (which is what makes this test able to fail).
+#[test]
+fn the_last_hop_re_sequencer_keeps_every_flow_in_order() {
+    let four_leaves = |extra: &str| {
+        let flows: Vec<String> = (0..16)
+            .map(|h| format!("{{ src = {h}, dst = {} }}", (h + 4) % 16))
+            .collect();
+        colliding(extra)
+            .replace("leaves = 2", "leaves = 4")
+            .replace(
+                "flows = [{ src = 0, dst = 4 }, { src = 1, dst = 5 }, { src = 2, dst = 6 }, { src = 3, dst = 7 }]",
+                &format!("flows = [{}]", flows.join(", ")),
+            )
+            .replace("seed = 1", "seed = 2")
+    };
+    let (_, off) = outcome(&four_leaves("[iofd]\nenabled = true\nresequence = false"));
+    assert!(
+        off["roce"]["out_of_order"].as_u64().unwrap() > 0,
+        "no reordering to repair: {}",
+        off["roce"]
+    );
+    assert!(off["iofd"].get("resequencer").is_none());
+    let (_, on) = outcome(&four_leaves("[iofd]\nenabled = true"));
+    assert_eq!(on["roce"]["out_of_order"], 0, "{}", on["roce"]);
+    assert_eq!(on["roce"]["retransmitted_packets"], 0);
+    let r = &on["iofd"]["resequencer"];
+    assert!(r["held_packets"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["held_packets"], r["released_in_order"], "{r}");
+    assert_eq!(r["timeouts"], 0);
+    assert_eq!(r["overflows"], 0);
+}
+
 /// The `refuse` rule cannot move a line-rate flow out of a standing queue (it
 /// always has a packet there): the documented reason `hold` is the default.
 #[test]
@@ -177,6 +213,8 @@ fn bad_iofd_values_are_refused_by_name() {
             "iofd.idle_timeout",
         ),
         ("tiers = []", "iofd.tiers"),
+        ("resequence_timeout = \"0us\"", "iofd.resequence_timeout"),
+        ("resequence_buffer = 0", "iofd.resequence_buffer"),
         (
             "tiers = [\"core_up\"]",
             "iofd.tiers: this topology has no tier `core_up`",

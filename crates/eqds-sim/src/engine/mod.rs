@@ -66,6 +66,8 @@ pub enum Event {
     /// IOFD: a flow that moved at switch `switch` may release the packets it held
     /// back (its last packet on the old port has left, and the move gap passed).
     IofdRelease { switch: SwitchId, flow: FlowId },
+    /// IOFD's last-hop re-sequencer: a gap in `flow` may have waited its timeout.
+    IofdGapCheck { flow: FlowId },
     /// Periodic sampling for one of the time-series outputs.
     Sample { series: u8 },
 }

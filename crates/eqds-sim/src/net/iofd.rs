@@ -55,6 +55,7 @@ use crate::ids::{FlowId, Node, PacketId, PortId, SwitchId};
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::net::port::{pfc_flags, PortCtx};
 use crate::net::queue::QueueDiscipline;
+use crate::net::resequencer::{Held, Resequencer, ResequencerSettings};
 use crate::net::Network;
 use crate::units::Time;
 use std::collections::{HashMap, VecDeque};
@@ -83,6 +84,8 @@ pub struct IofdSettings {
     pub idle_timeout: Time,
     /// Bit `t` set: ports of tier `t` (`Network::tier_names`) deflect.
     pub tiers: u64,
+    /// The last-hop re-sequencer, if on (`net::resequencer`).
+    pub resequence: Option<ResequencerSettings>,
 }
 
 /// An equal-cost group a port belongs to: ports `first .. first + n`.
@@ -114,7 +117,7 @@ struct Entry {
 /// Multiplicative hashing of a flow id: flow ids are dense small integers, so a
 /// cryptographic hasher would only cost time, and a fixed one keeps runs repeatable.
 #[derive(Default)]
-struct FlowHasher(u64);
+pub(crate) struct FlowHasher(u64);
 
 impl Hasher for FlowHasher {
     fn finish(&self) -> u64 {
@@ -187,6 +190,10 @@ pub struct Iofd {
     held: HeldMap,
     pub port_stats: Vec<PortIofdStats>,
     pub counters: IofdCounters,
+    /// Restores each RoCE flow's order where its paths meet again.
+    pub resequencer: Option<Resequencer>,
+    /// Packets the re-sequencer releases, reused between calls.
+    pub(crate) released: Vec<Held>,
 }
 
 /// Entries a table holds before its first sweep.
@@ -234,6 +241,9 @@ impl Iofd {
                 tier_list(net, has_choice)
             ));
         }
+        let resequencer = settings
+            .resequence
+            .map(|r| Resequencer::new(r, net.switches.len()));
         Ok(Iofd {
             settings,
             groups,
@@ -241,6 +251,8 @@ impl Iofd {
             held: HeldMap::default(),
             port_stats: vec![PortIofdStats::default(); net.ports.len()],
             counters: IofdCounters::default(),
+            resequencer,
+            released: Vec::new(),
         })
     }
 
@@ -476,12 +488,13 @@ impl Network {
         let ecmp = self.switches[sw as usize].route(p.dst, p.entropy, self.load_balancing);
         let iofd = self.iofd.as_deref_mut().expect("called with IOFD on");
         if !(iofd.deflects(ecmp) && Iofd::steered(p)) {
-            match ingress {
-                Some(i) => self.enqueue_from(ecmp, pkt, i, ctx),
-                None => self.enqueue(ecmp, pkt, ctx),
+            if iofd.resequencer.is_some()
+                && Resequencer::applies(p)
+                && matches!(self.ports[ecmp as usize].peer, Node::Host(_))
+            {
+                return self.resequence(sw, pkt, ecmp, ingress, ctx);
             }
-            // A packet sent at once (an idle port) left the switch already.
-            return self.after_transmit(ecmp, ctx);
+            return self.forward_plain(ecmp, pkt, ingress, ctx);
         }
         let flow = p.flow;
         match iofd.steer(&self.queues, sw, ecmp, ctx.pkts.get_mut(pkt), ctx.now) {
@@ -506,6 +519,22 @@ impl Network {
                 }
             }
         }
+    }
+
+    /// Forwards a packet IOFD leaves alone to `port`, charged to `ingress` for PFC.
+    pub(crate) fn forward_plain(
+        &mut self,
+        port: PortId,
+        pkt: PacketId,
+        ingress: Option<PortId>,
+        ctx: &mut PortCtx,
+    ) {
+        match ingress {
+            Some(i) => self.enqueue_from(port, pkt, i, ctx),
+            None => self.enqueue(port, pkt, ctx),
+        }
+        // A packet sent at once (an idle port) left the switch already.
+        self.after_transmit(port, ctx);
     }
 
     /// Offers a packet counted at `port` (charged to PFC already, if PFC is on); if
@@ -637,6 +666,7 @@ mod tests {
             move_gap,
             idle_timeout: 100 * US,
             tiers: Iofd::choice_tiers(&net),
+            resequence: None,
         };
         let iofd = Iofd::new(settings, &net).unwrap();
         net.install_iofd(iofd);

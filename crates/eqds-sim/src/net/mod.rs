@@ -6,6 +6,7 @@ pub mod packet;
 pub mod pfc;
 pub mod port;
 pub mod queue;
+pub mod resequencer;
 pub mod switch;
 pub mod topology;
 

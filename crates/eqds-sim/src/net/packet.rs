@@ -52,6 +52,9 @@ pub mod flags {
     /// An EQDS wire packet: its EQDS header is in the EQDS layer's tag table, and
     /// the receiving host's EQDS layer takes it, not an endpoint.
     pub const EQDS: u8 = 1 << 6;
+    /// `seq` is a packet sequence number counting packets from 0 per flow (RoCE's
+    /// PSN), not a byte offset: a switch may re-sequence by it (`net::resequencer`).
+    pub const PSN: u8 = 1 << 7;
 }
 
 /// One packet in flight. Fields that a kind does not use stay zero. Aligned to a

@@ -256,6 +256,13 @@ pub fn iofd_summary(net: &Network) -> Option<Value> {
     v["idle_timeout_ps"] = json!(s.idle_timeout);
     v["max_flows_per_switch"] = json!(iofd.max_table_len());
     v["tiers"] = Value::Object(tiers);
+    if let Some(r) = &iofd.resequencer {
+        let mut rv = serde_json::to_value(r.counters).expect("counters serialise");
+        rv["timeout_ps"] = json!(r.settings.timeout);
+        rv["buffer_bytes"] = json!(r.settings.buffer_bytes);
+        rv["flows_at_end"] = json!(r.flows());
+        v["resequencer"] = rv;
+    }
     Some(v)
 }
 

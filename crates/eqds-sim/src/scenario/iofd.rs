@@ -2,6 +2,7 @@
 //! `net::iofd` runs it, `docs/blitz-iofd.md` gives the choices). Off by default.
 
 use crate::net::iofd::{InOrder, Iofd, IofdSettings};
+use crate::net::resequencer::ResequencerSettings;
 use crate::net::switch::LoadBalancing;
 use crate::net::Network;
 use crate::units::value::{Bytes, Duration};
@@ -29,14 +30,29 @@ pub struct IofdSpec {
     pub max_deflections: u32,
     /// Time between the old port's last packet of a moving flow leaving (its last
     /// bit) and the flow's first packet on the new port (`hold`), or the quiet time
-    /// a flow needs to move (`refuse`). Default 10 µs, the shortest that kept the
-    /// receivers in order in most runs of experiments/blitz-iofd (docs/blitz-iofd.md).
+    /// a flow needs to move (`refuse`). Default 0: with the last-hop re-sequencer
+    /// restoring order, a gap only costs throughput (measured in
+    /// experiments/blitz-iofd; docs/blitz-iofd.md). Without the re-sequencer, 10 µs
+    /// kept most runs in order there and none guarantees it.
     #[serde(default = "default_gap")]
     pub move_gap: Duration,
     /// A flow unseen for this long with nothing queued is forgotten (its pin
     /// expires; default 100 µs).
     #[serde(default = "default_idle")]
     pub idle_timeout: Duration,
+    /// Restore each RoCE flow's order at the last switch before its host, where its
+    /// paths meet again (default true; `net::resequencer`). Off, only the deflecting
+    /// switch keeps order, and downstream queues can still reorder.
+    #[serde(default = "default_true")]
+    pub resequence: bool,
+    /// A gap the re-sequencer has waited this long for is given up: the packets it
+    /// held go on out of order (default 500 µs: a lost packet in a lossy fabric).
+    #[serde(default = "default_reseq_timeout")]
+    pub resequence_timeout: Duration,
+    /// Bytes of held packets one switch's re-sequencer can store (default 1 MB); a
+    /// packet that does not fit ends its flow's wait.
+    #[serde(default = "default_reseq_buffer")]
+    pub resequence_buffer: Bytes,
     /// Names of the port tiers that deflect, e.g. `["leaf_up"]` (default: every tier
     /// whose ports have equal-cost alternatives).
     pub tiers: Option<Vec<String>>,
@@ -55,7 +71,16 @@ fn default_max() -> u32 {
     2
 }
 fn default_gap() -> Duration {
-    Duration(10 * US)
+    Duration(0)
+}
+fn default_true() -> bool {
+    true
+}
+fn default_reseq_timeout() -> Duration {
+    Duration(500 * US)
+}
+fn default_reseq_buffer() -> Bytes {
+    Bytes(1_000_000)
 }
 fn default_idle() -> Duration {
     Duration(100 * US)
@@ -95,6 +120,12 @@ impl IofdSpec {
                  back to ECMP, which is a move too",
                 self.idle_timeout.0, self.move_gap.0
             ));
+        }
+        if self.resequence && self.resequence_timeout.0 == 0 {
+            return Err("resequence_timeout: must be positive (or set resequence = false)".into());
+        }
+        if self.resequence && self.resequence_buffer.0 == 0 {
+            return Err("resequence_buffer: must be positive (or set resequence = false)".into());
         }
         if let Some(tiers) = &self.tiers {
             if tiers.is_empty() {
@@ -149,6 +180,10 @@ impl IofdSpec {
             move_gap: self.move_gap.0,
             idle_timeout: self.idle_timeout.0,
             tiers,
+            resequence: self.resequence.then_some(ResequencerSettings {
+                timeout: self.resequence_timeout.0,
+                buffer_bytes: self.resequence_buffer.0,
+            }),
         };
         Iofd::new(settings, net).map(Some)
     }

@@ -264,6 +264,10 @@ impl Simulation {
                 let (net, mut ctx) = self.world.ports(now);
                 net.iofd_release(switch, flow, &mut ctx);
             }
+            Event::IofdGapCheck { flow } => {
+                let (net, mut ctx) = self.world.ports(now);
+                net.resequencer_check(flow, &mut ctx);
+            }
             Event::Sample { series } => self.sampler.sample(now, series, &mut self.world)?,
         }
         Ok(())
@@ -408,6 +412,9 @@ impl Simulation {
             // Free both ends: late ACKs and timers find no endpoint and are dropped.
             self.endpoints[rec.sender as usize] = None;
             self.endpoints[rec.receiver as usize] = None;
+            if self.world.net.iofd.is_some() {
+                self.world.net.resequencer_forget(flow);
+            }
             if rec.spec.size.is_some() {
                 self.unfinished -= 1;
             }

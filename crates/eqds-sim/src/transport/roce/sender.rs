@@ -183,7 +183,7 @@ impl RoceSender {
             size += self.cfg.first_extra;
         }
         let resend = psn < self.high;
-        let mut f = if resend { flags::RETRANSMIT } else { 0 };
+        let mut f = flags::PSN | if resend { flags::RETRANSMIT } else { 0 };
         if self.rp.is_some() {
             f |= flags::ECT;
         }
