@@ -184,7 +184,12 @@ NOTES = (
     "meet again, holds a RoCE packet that arrives ahead of its PSN until its "
     "predecessors are through (its own 1 MB buffer, outside PFC's accounting; a 500 us "
     "timeout for gaps that never fill). With it, no move gap is needed, and none costs "
-    "throughput. See docs/blitz-iofd.md."
+    "throughput. The marks quantity fails high, not low: the leaf shift has only "
+    "localized congestion (ECMP collisions on uplinks with room elsewhere), all of which "
+    "IOFD moves away from, so DCQCN is left almost nothing to mark (38x fewer); the "
+    "poster's 4x is for 'typical workloads' and the whole of Blitz, which "
+    "experiments/blitz measures (a mix of receiver, localized and dispersed congestion). "
+    "See docs/blitz-iofd.md."
 )
 
 
