@@ -29,3 +29,23 @@ pub enum Node {
     Host(HostId),
     Switch(SwitchId),
 }
+
+/// Multiplicative hashing of ids (flows, switches): they are dense small integers,
+/// so a cryptographic hasher would only cost time, and a fixed one keeps runs
+/// repeatable. For `HashMap`s keyed by ids.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (self.0.rotate_left(29) ^ u64::from(i)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}

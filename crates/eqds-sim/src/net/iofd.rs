@@ -51,7 +51,7 @@
 //! stop its flow from moving, never reorder it.
 
 use crate::engine::Event;
-use crate::ids::{FlowId, Node, PacketId, PortId, SwitchId};
+use crate::ids::{FlowId, IdHasher, Node, PacketId, PortId, SwitchId};
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::net::port::{pfc_flags, PortCtx};
 use crate::net::queue::QueueDiscipline;
@@ -59,7 +59,7 @@ use crate::net::resequencer::{Held, Resequencer, ResequencerSettings};
 use crate::net::Network;
 use crate::units::Time;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
 /// How a switch keeps a moving flow in order (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,27 +114,8 @@ struct Entry {
     last_seen: Time,
 }
 
-/// Multiplicative hashing of a flow id: flow ids are dense small integers, so a
-/// cryptographic hasher would only cost time, and a fixed one keeps runs repeatable.
-#[derive(Default)]
-pub(crate) struct FlowHasher(u64);
-
-impl Hasher for FlowHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (self.0.rotate_left(29) ^ u64::from(i)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-type FlowMap = HashMap<FlowId, Entry, BuildHasherDefault<FlowHasher>>;
-type HeldMap = HashMap<(SwitchId, FlowId), VecDeque<PacketId>, BuildHasherDefault<FlowHasher>>;
+type FlowMap = HashMap<FlowId, Entry, BuildHasherDefault<IdHasher>>;
+type HeldMap = HashMap<(SwitchId, FlowId), VecDeque<PacketId>, BuildHasherDefault<IdHasher>>;
 
 /// One switch's flow table.
 #[derive(Default)]

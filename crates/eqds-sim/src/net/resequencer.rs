@@ -16,11 +16,13 @@
 //!   from 0 per flow), which are what cannot take reordering. TCP's sequence numbers
 //!   count bytes from an offset the switch cannot know, and TCP copes with reordering;
 //!   it passes.
-//! - **Its own buffer.** Held packets sit in a re-sequencing buffer of `buffer_bytes`
-//!   per switch, outside the shared buffer that PFC accounts: charged to PFC, a held
-//!   packet could pause the very link its missing predecessor must come through, a
-//!   cycle only a timeout would break. A packet that would overflow the buffer gives
-//!   up the wait for its flow (everything held for it goes out in order now).
+//! - **Buffer.** A held packet is in the switch like any other: with PFC it is
+//!   charged to its ingress on arrival, so holding pushes back on the link it came
+//!   through (released into the port's queue without a second charge). At most
+//!   `buffer_bytes` are held per switch; a packet that would overflow that ends
+//!   its flow's wait (everything held for it goes out in order now). Charging
+//!   holds to PFC can in principle pause the link a missing predecessor must come
+//!   through; the timeout below ends such a wait, counted.
 //! - **Gaps that never fill.** In a lossy fabric the missing packet may be gone; its
 //!   flow's held packets go out in order `timeout` after the gap opened, and the
 //!   receiver's go-back-N recovers as it would have.
@@ -29,7 +31,7 @@
 //! - **Forgetting.** A flow's entry is dropped when the flow completes.
 
 use crate::engine::Event;
-use crate::ids::{FlowId, PacketId, PortId, SwitchId};
+use crate::ids::{FlowId, IdHasher, PacketId, PortId, SwitchId};
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::net::port::PortCtx;
 use crate::net::Network;
@@ -51,8 +53,6 @@ pub struct ResequencerSettings {
 pub struct Held {
     pub seq: u64,
     pub pkt: PacketId,
-    /// The port it would have been charged to for PFC (`None`: no PFC).
-    pub ingress: Option<PortId>,
     pub port: PortId,
     size: u32,
     since: Time,
@@ -106,7 +106,7 @@ pub enum Arrival {
     Duplicate,
 }
 
-type Map = HashMap<FlowId, Entry, BuildHasherDefault<super::iofd::FlowHasher>>;
+type Map = HashMap<FlowId, Entry, BuildHasherDefault<IdHasher>>;
 
 /// The re-sequencers of every last-hop switch of a run.
 pub struct Resequencer {
@@ -136,13 +136,12 @@ impl Resequencer {
     }
 
     /// Packet `pkt` (`p`) arrived at `sw`, the last switch before its host, for
-    /// `port`, through `ingress`.
+    /// `port`.
     pub fn arrive(
         &mut self,
         sw: SwitchId,
         p: &Packet,
         pkt: PacketId,
-        ingress: Option<PortId>,
         port: PortId,
         now: Time,
     ) -> Arrival {
@@ -173,7 +172,6 @@ impl Resequencer {
             Held {
                 seq: p.seq,
                 pkt,
-                ingress,
                 port,
                 size: p.size,
                 since: now,
@@ -194,6 +192,14 @@ impl Resequencer {
             };
         }
         Arrival::Held { check_at: None }
+    }
+
+    /// Whether a packet of `flow` with PSN `seq` is held already (an arrival of it is
+    /// a resend, dropped).
+    pub fn holds(&self, flow: FlowId, seq: u64) -> bool {
+        self.flows
+            .get(&flow)
+            .is_some_and(|e| e.held.binary_search_by_key(&seq, |h| h.seq).is_ok())
     }
 
     /// After a forwarded packet unblocked `flow`: its held packets that are now in
@@ -292,9 +298,25 @@ impl Network {
             .as_mut()
             .expect("called with the re-sequencer on");
         let p = ctx.pkts.get(pkt);
+        if r.holds(p.flow, p.seq) {
+            r.counters.duplicates_dropped += 1;
+            return ctx.pkts.free(pkt);
+        }
+        // In the switch now, held or not: charged to its ingress for PFC.
+        if let Some(i) = ingress {
+            if !self.pfc_charge(port, pkt, i, ctx) {
+                return; // dropped (and counted) by PFC: a gap the timeout covers
+            }
+        }
+        let iofd = self.iofd.as_deref_mut().expect("called with IOFD on");
+        let r = iofd
+            .resequencer
+            .as_mut()
+            .expect("called with the re-sequencer on");
+        let p = ctx.pkts.get(pkt);
         let flow = p.flow;
         let mut out = std::mem::take(&mut iofd.released);
-        match r.arrive(sw, p, pkt, ingress, port, ctx.now) {
+        match r.arrive(sw, p, pkt, port, ctx.now) {
             Arrival::Forward { unblocked } => {
                 let check = if unblocked {
                     r.ready(flow, ctx.now, &mut out)
@@ -304,7 +326,8 @@ impl Network {
                 if let Some(at) = check {
                     ctx.events.push(at, Event::IofdGapCheck { flow });
                 }
-                self.forward_plain(port, pkt, ingress, ctx);
+                self.pfc_offer(port, pkt, ctx);
+                self.after_transmit(port, ctx);
             }
             Arrival::Held { check_at } => {
                 if let Some(at) = check_at {
@@ -312,7 +335,7 @@ impl Network {
                 }
             }
             Arrival::Overflow => r.give_up(flow, ctx.now, &mut out),
-            Arrival::Duplicate => ctx.pkts.free(pkt),
+            Arrival::Duplicate => unreachable!("resends of held packets are dropped above"),
         }
         self.release_held(out, ctx);
     }
@@ -343,10 +366,12 @@ impl Network {
         }
     }
 
-    /// Forwards released packets in order and hands the buffer back.
+    /// Offers released packets (charged on arrival) in order and hands the buffer
+    /// back.
     fn release_held(&mut self, mut out: Vec<Held>, ctx: &mut PortCtx) {
         for h in out.drain(..) {
-            self.forward_plain(h.port, h.pkt, h.ingress, ctx);
+            self.pfc_offer(h.port, h.pkt, ctx);
+            self.after_transmit(h.port, ctx);
         }
         if let Some(iofd) = self.iofd.as_deref_mut() {
             iofd.released = out;
@@ -385,7 +410,7 @@ mod tests {
         let mut out = Vec::new();
         for (i, &seq) in arrivals.iter().enumerate() {
             let now = i as Time * US;
-            match r.arrive(0, &packet(seq), i as PacketId, None, 9, now) {
+            match r.arrive(0, &packet(seq), i as PacketId, 9, now) {
                 Arrival::Forward { unblocked } => {
                     left.push(seq);
                     if unblocked {
@@ -430,13 +455,13 @@ mod tests {
         let mut out = Vec::new();
         let p = |s| packet(s);
         assert_eq!(
-            r.arrive(0, &p(1), 1, None, 9, 0),
+            r.arrive(0, &p(1), 1, 9, 0),
             Arrival::Held {
                 check_at: Some(100 * US)
             }
         );
         assert_eq!(
-            r.arrive(0, &p(2), 2, None, 9, 50 * US),
+            r.arrive(0, &p(2), 2, 9, 50 * US),
             Arrival::Held { check_at: None }
         );
         assert_eq!(r.check(3, 100 * US, &mut out), None);
@@ -444,11 +469,11 @@ mod tests {
         assert_eq!((r.counters.timeouts, r.counters.released_early), (1, 2));
         // The flow now expects 3; a late 0 passes.
         assert_eq!(
-            r.arrive(0, &p(0), 0, None, 9, 120 * US),
+            r.arrive(0, &p(0), 0, 9, 120 * US),
             Arrival::Forward { unblocked: false }
         );
         assert_eq!(
-            r.arrive(0, &p(3), 3, None, 9, 121 * US),
+            r.arrive(0, &p(3), 3, 9, 121 * US),
             Arrival::Forward { unblocked: false }
         );
     }
@@ -457,11 +482,11 @@ mod tests {
     fn a_check_before_the_gap_is_due_asks_to_come_back() {
         let mut r = reseq(1 << 20);
         let mut out = Vec::new();
-        r.arrive(0, &packet(2), 2, None, 9, 0);
-        r.arrive(0, &packet(0), 0, None, 9, 10 * US);
+        r.arrive(0, &packet(2), 2, 9, 0);
+        r.arrive(0, &packet(0), 0, 9, 10 * US);
         // 0 fills nothing (1 is missing): the gap is still the first one.
         assert_eq!(r.ready(3, 10 * US, &mut out), None);
-        r.arrive(0, &packet(1), 1, None, 9, 20 * US);
+        r.arrive(0, &packet(1), 1, 9, 20 * US);
         r.ready(3, 20 * US, &mut out);
         assert_eq!(out.iter().map(|h| h.seq).collect::<Vec<_>>(), vec![2]);
         // Nothing held: the stale check does nothing.
@@ -469,7 +494,7 @@ mod tests {
         assert_eq!(r.check(3, 100 * US, &mut out), None);
         assert!(out.is_empty());
         // A new gap opened at 30 us is checked at 130, not at 100.
-        r.arrive(0, &packet(4), 4, None, 9, 30 * US);
+        r.arrive(0, &packet(4), 4, 9, 30 * US);
         assert_eq!(r.check(3, 100 * US, &mut out), Some(130 * US));
     }
 
