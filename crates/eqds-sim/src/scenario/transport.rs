@@ -261,6 +261,7 @@ pub struct DcqcnSpec {
     pub cnp_interval: Option<Duration>,
     pub min_cut_interval: Option<Duration>,
     pub alpha_first: Option<bool>,
+    pub clamp_target: Option<bool>,
 }
 
 impl Default for DcqcnSpec {

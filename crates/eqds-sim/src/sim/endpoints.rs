@@ -261,6 +261,9 @@ fn dcqcn_params(d: &DcqcnSpec, line_rate_bps: u64) -> DcqcnParams {
     if let Some(t) = d.min_cut_interval {
         p.min_cut_interval = t.0;
     }
+    if let Some(c) = d.clamp_target {
+        p.clamp_target = c;
+    }
     if let Some(a) = d.alpha_first {
         p.alpha_first = a;
     }

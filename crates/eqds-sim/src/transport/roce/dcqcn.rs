@@ -37,12 +37,15 @@ pub enum Profile {
     /// and from the firmware's own knobs: α timer 1 µs, F = 1, RHAI 50 Mbps, a CNP
     /// gap and a cut period of 4 µs. Pmax is not given: 1 %, the paper's. The
     /// firmware's byte counter (`rpg_byte_reset` 32767, in units the sources do not
-    /// agree on) is left off, as HPCC's model of the same firmware does.
+    /// agree on) is left off, as HPCC's model of the same firmware does. A cut sets
+    /// RT to RC only after a timer increase (`clamp_target` off: the firmware's
+    /// `clamp_tgt_rate = 0`, HPCC's `CLAMP_TARGET_RATE 0`).
     MlxFw,
     /// HPCC's ns-3 `dcqcn` preset: α updated before the cut, α timer 1 µs, increase
     /// timer 300 µs, no byte counter, F = 1, RAI 5 Mbps and RHAI 50 Mbps (scaled by
     /// link speed / 25 Gbps), at most one cut per 4 µs, marking 100/400 KB × speed /
-    /// 25 Gbps with Pmax 0.2.
+    /// 25 Gbps with Pmax 0.2, and `CLAMP_TARGET_RATE 0` (a cut sets RT to RC only
+    /// after a timer increase).
     HpccNs3,
     /// htsim's DCQCN: the paper's timers and byte counter, F = 5, but RAI = line rate
     /// / 20 and RHAI = line rate / 10, far above the paper's. Use it when comparing
@@ -108,6 +111,13 @@ pub struct DcqcnParams {
     /// Update α before the cut (HPCC's and the authors' ns-3 order) rather than after
     /// (the paper's equation (1)).
     pub alpha_first: bool,
+    /// On a cut, RT takes RC always (the paper's equation (1)); `false`: only if the
+    /// increase timer fired since the previous cut, as the Mellanox firmware does with
+    /// its defaults `clamp_tgt_rate = 0`, `clamp_tgt_rate_after_time_inc = 1` (and
+    /// HPCC's model of it, whose `CLAMP_TARGET_RATE` is off). Under a train of CNPs
+    /// RT then keeps the rate from before the congestion, and fast recovery returns
+    /// towards it.
+    pub clamp_target: bool,
     /// At most one cut per this period; a CNP within it is applied when it ends. 0:
     /// every CNP cuts at once (the paper).
     pub min_cut_interval: Time,
@@ -137,6 +147,7 @@ impl DcqcnParams {
             rai_bps: 40.0 * MBPS,
             rhai_bps: 200.0 * MBPS,
             alpha_first: false,
+            clamp_target: true,
             min_cut_interval: 0,
             cnp_interval: 50 * US,
             marking: Marking {
@@ -148,6 +159,7 @@ impl DcqcnParams {
         match profile {
             Profile::Paper => paper,
             Profile::MlxFw => DcqcnParams {
+                clamp_target: false,
                 alpha_timer: US,
                 increase_timer: 300 * US,
                 byte_counter: None,
@@ -164,6 +176,7 @@ impl DcqcnParams {
                 ..paper
             },
             Profile::HpccNs3 => DcqcnParams {
+                clamp_target: false,
                 alpha_timer: US,
                 increase_timer: 300 * US,
                 byte_counter: None,
@@ -414,7 +427,9 @@ impl ReactionPoint {
         if self.p.alpha_first {
             self.alpha = (1.0 - self.p.g) * self.alpha + self.p.g;
         }
-        self.rt = self.rc;
+        if self.p.clamp_target || self.timer_count > 0 {
+            self.rt = self.rc;
+        }
         let cut = self.rc * (1.0 - self.alpha / 2.0);
         if cut < self.p.min_rate_bps {
             self.stats.floored += 1;

@@ -302,3 +302,47 @@ fn rp_cut_period() {
     assert_eq!(rp.stats().cuts, 2);
     assert_eq!(rp.stats().cnps, 3);
 }
+
+/// The firmware's target clamp (`clamp_target = false`): a train of cuts with no
+/// timer increase between them leaves RT where it was, so the first fast-recovery
+/// step goes halfway back to the rate before the congestion; a cut after a timer
+/// increase does clamp RT. The paper's rule clamps on every cut.
+#[test]
+fn rp_target_clamp_only_after_a_timer_increase() {
+    let mut p = paper();
+    p.min_cut_interval = 0;
+    p.byte_counter = None;
+    let train = |p: &DcqcnParams| {
+        let mut rp = ReactionPoint::new(p.clone());
+        for i in 0..6 {
+            rp.on_cnp(i * US);
+        }
+        rp
+    };
+    let mut always = train(&p);
+    assert!(always.rate_bps() < 2e9, "six cuts: {}", always.rate_bps());
+    assert!(close(
+        always.target_bps(),
+        always.rate_bps() * 2.0 / (2.0 - always.alpha())
+    ));
+    p.clamp_target = false;
+    let mut firmware = train(&p);
+    assert!(close(firmware.rate_bps(), always.rate_bps()));
+    assert!(
+        close(firmware.target_bps(), 40e9),
+        "{}",
+        firmware.target_bps()
+    );
+    let t = 5 * US + p.increase_timer;
+    always.handle_timeout(t);
+    firmware.handle_timeout(t);
+    assert!(always.rate_bps() < 2e9);
+    assert!(firmware.rate_bps() > 20e9, "{}", firmware.rate_bps());
+    // After that timer increase, the next cut clamps RT to RC.
+    let rc = firmware.rate_bps();
+    firmware.on_cnp(t + US);
+    assert!(close(firmware.target_bps(), rc));
+    // And a second one right after does not move it again.
+    firmware.on_cnp(t + 2 * US);
+    assert!(close(firmware.target_bps(), rc));
+}
