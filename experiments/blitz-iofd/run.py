@@ -147,7 +147,7 @@ def main() -> int:
             "WRITEs (leaf shift: host i of leaf l to host i of leaf l+1; also a random "
             "permutation across leaves); DCQCN paper profile, RED 5 KB/200 KB/1 %, PFC "
             "(12 MB, dynamic); IOFD threshold 5 KB, D_MAX 2, hold with no move gap and the "
-            "last-hop re-sequencer (500 us timeout, 1 MB) unless named; throughput over 2-6 ms (1-4 ms QUICK); "
+            "last-hop re-sequencer (2 ms timeout, 1 MB) unless named; throughput over 2-6 ms (1-4 ms QUICK); "
             f"seeds {seeds[0]}-{seeds[-1]}" + (" (QUICK)" if args.quick else "")
         ),
         quantities=quantities,
@@ -182,8 +182,8 @@ NOTES = (
     "uplink's data), a packet on the new path overtakes (the rows without the "
     "re-sequencer count it). The last switch before the host, where a flow's paths "
     "meet again, holds a RoCE packet that arrives ahead of its PSN until its "
-    "predecessors are through (its own 1 MB buffer, outside PFC's accounting; a 500 us "
-    "timeout for gaps that never fill). With it, no move gap is needed, and none costs "
+    "predecessors are through (charged to PFC like any packet in the switch, at most "
+    "1 MB per switch; a 2 ms timeout for gaps that never fill). With it, no move gap is needed, and none costs "
     "throughput. The marks quantity fails high, not low: the leaf shift has only "
     "localized congestion (ECMP collisions on uplinks with room elsewhere), all of which "
     "IOFD moves away from, so DCQCN is left almost nothing to mark (38x fewer); the "

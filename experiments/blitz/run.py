@@ -301,11 +301,15 @@ NOTES = (
     "background flow into the aggregator keeps 27-38 Gb/s between and during rounds "
     "(DCQCN's falls to 3-30 Gb/s and recovers slowly), which fails the poster's "
     "'within 0.5 %' by being far better. With the last hop not marking (the digest's "
-    "choice for Blitz) marks fall about 1.9x (poster 4x). IOFD (DASR + IOFD row) "
-    "moves flows off congested spine links but reorders packets beyond the deflecting "
-    "switch (docs/blitz-iofd.md): the receivers NAK them, go-back-N resends, and its "
-    "tails grow; RDMA needs zero. RoCE over EQDS has no PFC and no marks: the fabric "
-    "trims, EQDS resends and delivers in order."
+    "choice for Blitz) marks fall about 2x (poster 4x, for 'typical workloads' it does "
+    "not describe). IOFD (DASR + IOFD row) moves flows off congested spine links; the "
+    "last-hop re-sequencer puts every RoCE flow back in order before its host (before "
+    "it existed, this row had 35,679 packets out of order, NAKs and go-back-N resends). "
+    "RoCE over EQDS has no PFC and no marks: the fabric trims, EQDS resends and "
+    "delivers in order. Timebox: second and last session on the FCT gap; the cause "
+    "(the baseline is not the poster's, and DCQCN with PFC already finishes incasts "
+    "near total / C in this model) is in what the poster does not give, so the "
+    "ratios are recorded as measured."
 )
 
 

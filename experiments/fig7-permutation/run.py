@@ -249,11 +249,16 @@ def main() -> int:
             ),
             (
                 "With Appendix B's firmware parameters (profile mlx-fw: R_AI 5 Mbps per "
-                "R_i, no byte counter) both RDMA rows recover more slowly from each cut: "
+                "R_i, no byte counter, a cut's target rate kept unless a timer increase "
+                "came first): "
                 f"{stats['RoCE (DCQCN mlx-fw, PFC, ECMP)']['mean_gbps']} Gb/s without "
                 "EQDS and "
                 f"{stats['RoCE over EQDS (DCQCN mlx-fw, R_i 750 us)']['mean_gbps']} "
-                "over it (also_measured)."
+                "over it (also_measured), with "
+                f"{stats['RoCE over EQDS (DCQCN mlx-fw, R_i 750 us)'].get('roce_out_of_order')} "
+                "packets out of order over all seeds: a trimmed packet's resend came "
+                "after the EQDS receiver had skipped its reorder-queue hole (one hole "
+                "each in two seeds), and go-back-N resent behind it."
             ),
         ],
     )
