@@ -285,6 +285,20 @@ fn queue_packets(q: &QueueSpec, header: u64) -> f64 {
             limit_packets,
             limit_bytes,
             ..
+        }
+        | QueueSpec::Afq {
+            limit_packets,
+            limit_bytes,
+            ..
+        }
+        | QueueSpec::Sfq {
+            limit_packets,
+            limit_bytes,
+            ..
+        }
+        | QueueSpec::IdealFq {
+            limit_packets,
+            limit_bytes,
         } => limit(limit_packets, limit_bytes),
         QueueSpec::StrictPriority { classes } => {
             classes.iter().map(|c| queue_packets(c, header)).sum()
