@@ -407,6 +407,35 @@ impl QueueSpec {
         }
     }
 
+    /// Bytes the discipline allocates when built, whatever its traffic: an AFQ
+    /// port's sketch and FIFOs, an SFQ port's buckets (for the memory estimate).
+    pub fn fixed_state_bytes(&self) -> u64 {
+        const PER_FIFO: u64 = 64;
+        match self {
+            QueueSpec::Afq {
+                queues,
+                bids,
+                sketch_rows,
+                sketch_columns,
+                ..
+            } => {
+                let cells = if bids == "exact" {
+                    0
+                } else {
+                    u64::from(sketch_rows.unwrap_or(DEFAULT_SKETCH_ROWS))
+                        * u64::from(sketch_columns.unwrap_or(DEFAULT_SKETCH_COLUMNS))
+                };
+                cells * 8 + u64::from(*queues) * PER_FIFO
+            }
+            QueueSpec::Sfq { queues, .. } => u64::from(*queues) * PER_FIFO,
+            QueueSpec::StrictPriority { classes } => {
+                classes.iter().map(Self::fixed_state_bytes).sum()
+            }
+            QueueSpec::RandomLoss { queue, .. } => queue.fixed_state_bytes(),
+            _ => 0,
+        }
+    }
+
     /// Builds the discipline. Call [`validate`](Self::validate) first.
     pub fn build(&self) -> Box<dyn QueueDiscipline> {
         self.build_seeded(0)
