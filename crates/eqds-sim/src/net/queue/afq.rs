@@ -225,14 +225,20 @@ enum Scheduler {
 }
 
 pub struct Afq {
+    /// The N FIFOs; round `r` waits in `queues[r mod N]` (two groups: see
+    /// [`Afq::group_queue`]).
     queues: Vec<VecDeque<Entry>>,
     /// Bit `i` set when `queues[i]` holds packets.
     nonempty: u64,
+    /// N, the number of queues.
     n: u64,
+    /// Bytes per round (BpR).
     bpr: u64,
     round_of: RoundOf,
+    /// The port's buffer, shared by the queues.
     limit: Limit,
     ecn: AfqEcn,
+    /// Each flow's last bid: the sketch, or the exact table.
     bids: Bids,
     /// Exact bids beside a sketch, to count mis-queued packets.
     shadow: Option<ExactBids>,
@@ -243,6 +249,7 @@ pub struct Afq {
     max_served: u64,
     /// The latest time seen (for the two-group timer on paused dequeues).
     clock: Time,
+    /// Packets and bytes waiting, all queues together.
     packets: u32,
     bytes: u64,
     counters: AfqCounters,
@@ -312,8 +319,8 @@ impl Afq {
     fn round_of(&self, bid: u64) -> u64 {
         match self.round_of {
             RoundOf::Floor => bid / self.bpr,
-            // Bids are at least one byte past the round's start, so bid >= 1.
-            RoundOf::LastByte => (bid - 1) / self.bpr,
+            // A bid of 0 (only a zero-byte packet of a fresh flow) is round 0.
+            RoundOf::LastByte => bid.saturating_sub(1) / self.bpr,
         }
     }
 
