@@ -220,8 +220,17 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
     } else {
         0.0
     };
+    // AFQ's sketches (u64 counters) and FIFOs, SFQ's buckets: fixed per port.
+    let state = |q: &QueueSpec| q.fixed_state_bytes() as f64;
+    let switch_state =
+        state(&sc.switch.queue).max(sc.switch.edge_queue.as_ref().map_or(0.0, state));
+    let queue_states = hosts * state(&sc.host.queue) + (ports - hosts) * switch_state;
     let parts = [
         ("the process", BASE),
+        (
+            "the queues' fixed per-flow state (AFQ sketches)",
+            queue_states,
+        ),
         ("the network's ports and queues", ports * PER_PORT),
         ("the flow records", flows.total * PER_FLOW),
         ("the open flows' endpoints", flows.open * PER_OPEN_FLOW),
@@ -285,6 +294,20 @@ fn queue_packets(q: &QueueSpec, header: u64) -> f64 {
             limit_packets,
             limit_bytes,
             ..
+        }
+        | QueueSpec::Afq {
+            limit_packets,
+            limit_bytes,
+            ..
+        }
+        | QueueSpec::Sfq {
+            limit_packets,
+            limit_bytes,
+            ..
+        }
+        | QueueSpec::IdealFq {
+            limit_packets,
+            limit_bytes,
         } => limit(limit_packets, limit_bytes),
         QueueSpec::StrictPriority { classes } => {
             classes.iter().map(|c| queue_packets(c, header)).sum()

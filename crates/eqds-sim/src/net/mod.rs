@@ -213,6 +213,9 @@ pub struct NetworkBuilder {
     /// Per host, the rate (and latency, if given) its link has instead of the one
     /// the topology builder asks for (`[host] links`).
     host_links: Vec<Option<HostLinkOverride>>,
+    /// Seed of the queues' hash functions (SFQ's, AFQ's sketch), mixed with each
+    /// port's index: the run's seed, so drawing nothing from its generator.
+    queue_seed: u64,
 }
 
 const UNCONNECTED: Node = Node::Host(u32::MAX);
@@ -245,12 +248,29 @@ impl NetworkBuilder {
             switch_latency,
             next_salt,
             host_links: Vec::new(),
+            queue_seed: 0,
         };
         for h in 0..n_hosts {
-            let q = b.host_queue.build();
+            let q = b.host_queue.build_seeded(b.port_seed(h));
             b.push_port(Node::Host(h), q);
         }
         b
+    }
+
+    /// The hash seed of port `port`'s queue.
+    fn port_seed(&self, port: PortId) -> u64 {
+        queue::count_min::mix64(self.queue_seed ^ queue::count_min::mix64(u64::from(port)))
+    }
+
+    /// Seeds the queues' hash functions from `seed` (the run's). Hosts' queues were
+    /// built already, so they are rebuilt (before any packet exists).
+    pub fn with_queue_seed(mut self, seed: u64) -> Self {
+        self.queue_seed = seed;
+        for h in 0..self.net.n_hosts {
+            let q = self.host_queue.build_seeded(self.port_seed(h));
+            self.set_queue(h, q);
+        }
+        self
     }
 
     fn push_port(&mut self, owner: Node, queue: Box<dyn queue::QueueDiscipline>) -> PortId {
@@ -326,7 +346,8 @@ impl NetworkBuilder {
         let id = self.net.switches.len() as SwitchId;
         let first_down = self.net.ports.len() as PortId;
         for _ in 0..n_down + n_up {
-            let q = self.switch_queue.build();
+            let port = self.net.ports.len() as PortId;
+            let q = self.switch_queue.build_seeded(self.port_seed(port));
             self.push_port(Node::Switch(id), q);
         }
         let salt = (self.next_salt)();
@@ -394,7 +415,7 @@ impl NetworkBuilder {
         if let Some(edge) = self.edge_queue.clone() {
             for (port, owner, peer) in [(a, owner_a, owner_b), (b, owner_b, owner_a)] {
                 if matches!((owner, peer), (Node::Switch(_), Node::Host(_))) {
-                    let q = edge.build();
+                    let q = edge.build_seeded(self.port_seed(port));
                     self.set_queue(port, q);
                 }
             }

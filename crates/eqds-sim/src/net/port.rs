@@ -90,6 +90,8 @@ impl Port {
             pkts: ctx.pkts,
             rng: ctx.rng,
             stats: &mut self.stats,
+            now: ctx.now,
+            rate_bps: self.rate_bps,
         };
         match queue.enqueue(pkt, &mut qctx) {
             Verdict::Dropped => {
@@ -157,7 +159,7 @@ impl Port {
     /// are waiting, the end of its serialisation. Priorities PFC paused wait.
     fn start_next(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
         let next = if self.paused == 0 {
-            queue.dequeue()
+            queue.dequeue_at(ctx.now)
         } else {
             queue.dequeue_unpaused(self.paused)
         };
@@ -167,6 +169,8 @@ impl Port {
                     pkts: ctx.pkts,
                     rng: ctx.rng,
                     stats: &mut self.stats,
+                    now: ctx.now,
+                    rate_bps: self.rate_bps,
                 };
                 queue.departed(pkt, &mut qctx);
             }

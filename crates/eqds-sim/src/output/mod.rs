@@ -169,6 +169,17 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
         // the port, and data packets it sent although ECMP chose another port.
         write!(out, ",iofd_moves_out,iofd_moves_in,iofd_deflected_packets")?;
     }
+    let afq = net.queues.iter().any(|q| q.afq_counters().is_some());
+    if afq {
+        // AFQ's columns, only in runs with an AFQ port (empty on other ports): its
+        // two kinds of drop (also in `drops`), packets served after a later round's,
+        // and, with `count_misqueued`, arrivals whose sketch bid fell in a later
+        // round than their exact bid, out of those compared.
+        write!(
+            out,
+            ",afq_horizon_drops,afq_buffer_drops,afq_out_of_order,afq_misqueued,afq_compared"
+        )?;
+    }
     writeln!(out)?;
     let node = |n: crate::ids::Node| match n {
         crate::ids::Node::Host(h) => format!("h{h}"),
@@ -218,6 +229,23 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
                 ",{},{},{}",
                 f.moves_out, f.moves_in, f.deflected_packets
             )?;
+        }
+        if afq {
+            match net.queues[id].afq_counters() {
+                Some(c) => {
+                    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+                    write!(
+                        out,
+                        ",{},{},{},{},{}",
+                        c.horizon_drops,
+                        c.buffer_drops,
+                        c.out_of_order,
+                        opt(c.misqueued),
+                        opt(c.compared)
+                    )?;
+                }
+                None => write!(out, ",,,,,")?,
+            }
         }
         writeln!(out)?;
     }

@@ -35,6 +35,7 @@ pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
         )
         .with_host_links(scenario.host.link_overrides(n_hosts))
         .with_edge_queue(sw.edge_queue.clone())
+        .with_queue_seed(scenario.seed)
     })
 }
 

@@ -164,6 +164,8 @@ mod tests {
             pkts: slab,
             rng: &mut rng,
             stats,
+            now: 0,
+            rate_bps: 1,
         };
         let v = q.enqueue(pkt, &mut ctx);
         if v == Verdict::Dropped {

@@ -6,20 +6,27 @@
 //! a Linux qdisc does (htsim counts the one on the wire too, so its N-packet queue is
 //! our N-1).
 
+pub mod afq;
+pub mod count_min;
 mod drop_tail;
 mod fair_queue;
 mod fifo;
+mod ideal_fq;
 mod random_loss;
 mod red;
+mod sfq;
 mod spec;
 mod strict_priority;
 mod trimming;
 
+pub use afq::{Afq, AfqCounters};
 pub use drop_tail::DropTail;
 pub use fair_queue::FairQueue;
 pub use fifo::Fifo;
+pub use ideal_fq::IdealFq;
 pub use random_loss::RandomLoss;
 pub use red::Red;
+pub use sfq::Sfq;
 pub use spec::{Limit, QueueSpec};
 pub use strict_priority::StrictPriority;
 pub use trimming::{TrimScheduler, Trimming};
@@ -27,6 +34,7 @@ pub use trimming::{TrimScheduler, Trimming};
 use crate::engine::SimRng;
 use crate::ids::PacketId;
 use crate::net::packet::PacketSlab;
+use crate::units::Time;
 
 /// What the port and its discipline count. All counters are totals over the run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,11 +55,24 @@ pub struct PortStats {
     pub max_backlog_bytes: u64,
 }
 
+/// The flow a packet belongs to, as a switch's hash sees it: its 5-tuple, here the
+/// flow and the sending host (a flow's data and its ACKs are two flows). AFQ, SFQ
+/// and Ideal-FQ keep their per-flow state by it.
+#[inline]
+pub fn flow_key(p: &crate::net::packet::Packet) -> u64 {
+    (u64::from(p.flow) << 32) | u64::from(p.src)
+}
+
 /// What the discipline needs from its surroundings while admitting a packet.
 pub struct QueueCtx<'a> {
     pub pkts: &'a mut PacketSlab,
     pub rng: &'a mut SimRng,
     pub stats: &'a mut PortStats,
+    /// The time of the arrival (or departure).
+    pub now: Time,
+    /// The port's transmit rate in bits per second: Ideal-FQ's virtual time runs at
+    /// this rate shared among the backlogged flows.
+    pub rate_bps: u64,
 }
 
 /// The outcome of offering a packet to a discipline.
@@ -72,6 +93,12 @@ pub trait QueueDiscipline {
     fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict;
     /// Takes the next packet to transmit, with its size in bytes.
     fn dequeue(&mut self) -> Option<(PacketId, u32)>;
+    /// [`QueueDiscipline::dequeue`] at time `now`, for disciplines whose service
+    /// order depends on the clock (AFQ's two-group scheduler swaps its groups every
+    /// tau); the port calls this one. The default ignores the time.
+    fn dequeue_at(&mut self, _now: Time) -> Option<(PacketId, u32)> {
+        self.dequeue()
+    }
     /// Takes the next packet to transmit among those of priorities not in `paused`
     /// (bit `p` for `Packet::class` `p`; PFC). The default, for disciplines that
     /// keep every class in one queue, serves nothing while any priority is paused:
@@ -111,6 +138,10 @@ pub trait QueueDiscipline {
     /// Starts loading the storage of the packets `dequeue` would take next (a hint
     /// for large runs; the default does nothing).
     fn prefetch_head(&self) {}
+    /// AFQ's own counters (for `ports.csv`), if this discipline is AFQ or holds one.
+    fn afq_counters(&self) -> Option<AfqCounters> {
+        None
+    }
 }
 
 /// Starts loading a discipline's own state (a few cache lines behind its box).

@@ -12,8 +12,9 @@
 //! check. The difference is one packet time per loss, which does not matter at the
 //! loss rates this is for.
 
-use super::{QueueCtx, QueueDiscipline, Verdict};
+use super::{AfqCounters, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
+use crate::units::Time;
 use rand::Rng;
 
 pub struct RandomLoss {
@@ -42,6 +43,10 @@ impl QueueDiscipline for RandomLoss {
 
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.inner.dequeue()
+    }
+
+    fn dequeue_at(&mut self, now: Time) -> Option<(PacketId, u32)> {
+        self.inner.dequeue_at(now)
     }
 
     fn dequeue_unpaused(&mut self, paused: u8) -> Option<(PacketId, u32)> {
@@ -76,6 +81,10 @@ impl QueueDiscipline for RandomLoss {
     fn prefetch_head(&self) {
         self.inner.prefetch_head();
     }
+
+    fn afq_counters(&self) -> Option<AfqCounters> {
+        self.inner.afq_counters()
+    }
 }
 
 #[cfg(test)]
@@ -103,6 +112,8 @@ mod tests {
                 pkts: &mut pkts,
                 rng: &mut rng,
                 stats: &mut stats,
+                now: 0,
+                rate_bps: 1,
             };
             match q.enqueue(id, &mut ctx) {
                 Verdict::Queued => {

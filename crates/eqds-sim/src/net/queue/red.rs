@@ -167,6 +167,8 @@ mod tests {
                     pkts: &mut pkts,
                     rng: &mut rng,
                     stats: &mut stats,
+                    now: 0,
+                    rate_bps: 1,
                 };
                 assert_eq!(red.enqueue(id, &mut ctx), Verdict::Queued);
             }
@@ -177,6 +179,8 @@ mod tests {
                     pkts: &mut pkts,
                     rng: &mut rng,
                     stats: &mut stats,
+                    now: 0,
+                    rate_bps: 1,
                 };
                 if red.wants_departures() {
                     red.departed(id, &mut ctx);

@@ -1,10 +1,15 @@
 //! Queue disciplines as written in scenario files, and how they are built.
 
+use super::afq::{AfqEcn, AfqParams, RoundOf, RspVariant, MAX_QUEUES};
+use super::count_min::{mix64, SketchUpdate, MAX_ROWS};
 use super::red::RedParams;
+use super::sfq::SfqDrop;
 use super::{
-    DropTail, FairQueue, QueueDiscipline, RandomLoss, Red, StrictPriority, TrimScheduler, Trimming,
+    Afq, DropTail, FairQueue, IdealFq, QueueDiscipline, RandomLoss, Red, Sfq, StrictPriority,
+    TrimScheduler, Trimming,
 };
-use crate::units::value::Bytes;
+use crate::units::value::{Bytes, Duration};
+use crate::units::US;
 use serde::Deserialize;
 
 /// How much a queue may hold. With both set, the first one reached applies.
@@ -105,6 +110,110 @@ pub enum QueueSpec {
     /// Non-congestion loss (corruption) in front of `queue`: each arriving packet is
     /// lost with probability `rate`, drawn from the run's seeded generator.
     RandomLoss { rate: f64, queue: Box<QueueSpec> },
+    /// Approximate fair queueing (AFQ, NSDI'18): per-flow bids in a count-min
+    /// sketch, `queues` FIFOs of `bytes_per_round` rounds, rotating strict priority.
+    /// Defaults are the paper's simulation settings (§6.2).
+    Afq {
+        /// The port's buffer, shared by the queues (the paper: 512 KB at a leaf,
+        /// 1 MB at a spine; §6.2). Unlimited if neither is given.
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+        /// FIFO queues per port (default 32, §6.2).
+        #[serde(default = "default_afq_queues")]
+        queues: u32,
+        /// BpR (default 1500 B: one MSS, §6.2, at the 1500 B packets digest §2 infers).
+        #[serde(default = "default_quantum")]
+        bytes_per_round: Bytes,
+        /// `"sketch"` (default) or `"exact"` (a per-flow table, to compare).
+        #[serde(default = "default_bids")]
+        bids: String,
+        /// Sketch rows (default 2) and columns (default 16384), §6.2.
+        sketch_rows: Option<u32>,
+        sketch_columns: Option<u32>,
+        /// `"max"` (default: conservative update) or `"increment"`.
+        sketch_update: Option<String>,
+        /// `"floor"` (default: bid / BpR, the paper's text) or `"last_byte"`.
+        #[serde(default = "default_round_of")]
+        round_of: String,
+        /// `"per_flow"` (default, §5.2), `"port"` (DCTCP's K on the port backlog) or
+        /// `"off"`.
+        #[serde(default = "default_afq_ecn")]
+        ecn: String,
+        /// Per-flow marking threshold in rounds (default 8, §5.2).
+        ecn_rounds: Option<u32>,
+        /// Port marking threshold (with `ecn = "port"`).
+        ecn_k_packets: Option<u32>,
+        ecn_k_bytes: Option<Bytes>,
+        /// `"rsp"` (default: ideal rotating strict priority), `"drr"`,
+        /// `"two_groups"` or `"rmt"` (§4).
+        #[serde(default = "default_scheduler")]
+        scheduler: String,
+        /// DRR's quantum (default: the buffer, more than any round can hold).
+        drr_quantum: Option<Bytes>,
+        /// The two-group scheduler's swap period (default 10 us, §4).
+        tau: Option<Duration>,
+        /// Keep exact bids beside the sketch and count mis-queued packets (A15).
+        #[serde(default)]
+        count_misqueued: bool,
+    },
+    /// Stochastic fair queueing over DRR (the AFQ paper's SFQ baseline, §6.2).
+    Sfq {
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+        /// Hash buckets (default 32, §6.2).
+        #[serde(default = "default_afq_queues")]
+        queues: u32,
+        /// DRR bytes per bucket per turn (default 1500 B).
+        #[serde(default = "default_quantum")]
+        quantum: Bytes,
+        /// `"longest"` (default) or `"tail"`: what a full buffer drops.
+        #[serde(default = "default_sfq_drop")]
+        drop: String,
+    },
+    /// Ideal fair queueing: bit-by-bit round robin with exact virtual time and
+    /// push-out of the largest bid (the AFQ paper's Ideal-FQ, §6.2).
+    IdealFq {
+        limit_packets: Option<u32>,
+        limit_bytes: Option<Bytes>,
+    },
+}
+
+fn default_afq_queues() -> u32 {
+    32
+}
+fn default_bids() -> String {
+    "sketch".into()
+}
+fn default_round_of() -> String {
+    "floor".into()
+}
+fn default_afq_ecn() -> String {
+    "per_flow".into()
+}
+fn default_scheduler() -> String {
+    "rsp".into()
+}
+fn default_sfq_drop() -> String {
+    "longest".into()
+}
+
+/// The paper's simulated sketch: 2 x 16384 (§6.2).
+const DEFAULT_SKETCH_ROWS: u32 = 2;
+const DEFAULT_SKETCH_COLUMNS: u32 = 16384;
+/// Most counters one AFQ port's sketch may hold (32 MiB of u64).
+const MAX_SKETCH_CELLS: u64 = 1 << 22;
+/// The per-flow marking threshold (§5.2: "8 rounds").
+const DEFAULT_ECN_ROUNDS: u32 = 8;
+/// The two-group swap period that worked on the Cavium XPliant (§4).
+const DEFAULT_TAU: crate::units::Time = 10 * US;
+
+/// A key that only one value of another key uses: an error naming both.
+fn only_with(given: bool, key: &str, needs: &str) -> Result<(), String> {
+    if given {
+        Err(format!("{key}: only used with {needs}"))
+    } else {
+        Ok(())
+    }
 }
 
 fn default_quantum() -> Bytes {
@@ -172,11 +281,20 @@ enum Plan {
         return_to_sender: bool,
     },
     RandomLoss(f64, Box<Plan>),
+    Afq(AfqParams),
+    Sfq(Limit, u32, u32, SfqDrop),
+    IdealFq(Limit),
 }
 
 impl Plan {
-    fn build(self) -> Box<dyn QueueDiscipline> {
+    /// Builds the discipline; `seed` seeds its hash functions (SFQ's, AFQ's sketch).
+    fn build(self, seed: u64) -> Box<dyn QueueDiscipline> {
         match self {
+            Plan::Afq(params) => Box::new(Afq::new(AfqParams { seed, ..params })),
+            Plan::Sfq(l, queues, quantum, drop) => {
+                Box::new(Sfq::new(l, queues, quantum, drop, seed))
+            }
+            Plan::IdealFq(l) => Box::new(IdealFq::new(l)),
             Plan::DropTail(l) => Box::new(DropTail::new(l)),
             Plan::FairQueue(l, quantum) => Box::new(FairQueue::new(l, quantum)),
             Plan::Red(l, params) => Box::new(Red::new(l, params)),
@@ -194,9 +312,13 @@ impl Plan {
                 return_to_sender,
             )),
             Plan::StrictPriority(classes) => Box::new(StrictPriority::new(
-                classes.into_iter().map(Plan::build).collect(),
+                classes
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, c)| c.build(mix64(seed ^ (i as u64 + 1))))
+                    .collect(),
             )),
-            Plan::RandomLoss(rate, inner) => Box::new(RandomLoss::new(rate, inner.build())),
+            Plan::RandomLoss(rate, inner) => Box::new(RandomLoss::new(rate, inner.build(seed))),
         }
     }
 }
@@ -271,15 +393,60 @@ impl QueueSpec {
                 ..
             } if limited(limit_packets, limit_bytes) => Some("has a limit"),
             QueueSpec::Trimming { .. } => Some("trims"),
+            QueueSpec::Afq { .. } => Some("drops packets beyond its rounds"),
+            QueueSpec::Sfq {
+                limit_packets,
+                limit_bytes,
+                ..
+            }
+            | QueueSpec::IdealFq {
+                limit_packets,
+                limit_bytes,
+            } if limited(limit_packets, limit_bytes) => Some("has a limit"),
             _ => None,
+        }
+    }
+
+    /// Bytes the discipline allocates when built, whatever its traffic: an AFQ
+    /// port's sketch and FIFOs, an SFQ port's buckets (for the memory estimate).
+    pub fn fixed_state_bytes(&self) -> u64 {
+        const PER_FIFO: u64 = 64;
+        match self {
+            QueueSpec::Afq {
+                queues,
+                bids,
+                sketch_rows,
+                sketch_columns,
+                ..
+            } => {
+                let cells = if bids == "exact" {
+                    0
+                } else {
+                    u64::from(sketch_rows.unwrap_or(DEFAULT_SKETCH_ROWS))
+                        * u64::from(sketch_columns.unwrap_or(DEFAULT_SKETCH_COLUMNS))
+                };
+                cells * 8 + u64::from(*queues) * PER_FIFO
+            }
+            QueueSpec::Sfq { queues, .. } => u64::from(*queues) * PER_FIFO,
+            QueueSpec::StrictPriority { classes } => {
+                classes.iter().map(Self::fixed_state_bytes).sum()
+            }
+            QueueSpec::RandomLoss { queue, .. } => queue.fixed_state_bytes(),
+            _ => 0,
         }
     }
 
     /// Builds the discipline. Call [`validate`](Self::validate) first.
     pub fn build(&self) -> Box<dyn QueueDiscipline> {
+        self.build_seeded(0)
+    }
+
+    /// Builds the discipline with `seed` for its hash functions (each port its
+    /// own, derived from the run's seed). Call [`validate`](Self::validate) first.
+    pub fn build_seeded(&self, seed: u64) -> Box<dyn QueueDiscipline> {
         self.plan()
             .expect("queue specs are validated when the scenario loads")
-            .build()
+            .build(seed)
     }
 
     fn plan(&self) -> Result<Plan, String> {
@@ -435,6 +602,37 @@ impl QueueSpec {
                     .collect::<Result<_, _>>()?;
                 Ok(Plan::StrictPriority(plans))
             }
+            QueueSpec::Afq { .. } => self.plan_afq().map(Plan::Afq),
+            QueueSpec::Sfq {
+                limit_packets,
+                limit_bytes,
+                queues,
+                quantum,
+                drop,
+            } => {
+                let l = checked_limit(*limit_packets, *limit_bytes)?;
+                if *queues == 0 || *queues > 65536 {
+                    return Err(format!("queues: must be from 1 to 65536, got {queues}"));
+                }
+                if quantum.0 == 0 || quantum.0 > u64::from(u32::MAX) {
+                    return Err(format!(
+                        "quantum: must be from 1 B to 4 GB, got {} B",
+                        quantum.0
+                    ));
+                }
+                let drop = match drop.as_str() {
+                    "longest" => SfqDrop::Longest,
+                    "tail" => SfqDrop::Tail,
+                    other => {
+                        return Err(format!("drop: `{other}` is not one of `longest`, `tail`"))
+                    }
+                };
+                Ok(Plan::Sfq(l, *queues, quantum.0 as u32, drop))
+            }
+            QueueSpec::IdealFq {
+                limit_packets,
+                limit_bytes,
+            } => Ok(Plan::IdealFq(checked_limit(*limit_packets, *limit_bytes)?)),
             QueueSpec::RandomLoss { rate, queue } => {
                 // 1 would lose every packet; NaN compares false and is refused too.
                 if !(0.0..1.0).contains(rate) {
@@ -446,5 +644,180 @@ impl QueueSpec {
                 Ok(Plan::RandomLoss(*rate, Box::new(inner)))
             }
         }
+    }
+}
+
+impl QueueSpec {
+    /// AFQ's keys, checked: each error names its key, and a key that only another
+    /// setting uses is refused rather than ignored.
+    fn plan_afq(&self) -> Result<AfqParams, String> {
+        let QueueSpec::Afq {
+            limit_packets,
+            limit_bytes,
+            queues,
+            bytes_per_round,
+            bids,
+            sketch_rows,
+            sketch_columns,
+            sketch_update,
+            round_of,
+            ecn,
+            ecn_rounds,
+            ecn_k_packets,
+            ecn_k_bytes,
+            scheduler,
+            drr_quantum,
+            tau,
+            count_misqueued,
+        } = self
+        else {
+            unreachable!("called on AFQ only")
+        };
+        let limit = checked_limit(*limit_packets, *limit_bytes)?;
+        if !(1..=MAX_QUEUES).contains(queues) {
+            return Err(format!(
+                "queues: must be from 1 to {MAX_QUEUES}, got {queues}"
+            ));
+        }
+        if bytes_per_round.0 == 0 || bytes_per_round.0 > u64::from(u32::MAX) {
+            return Err(format!(
+                "bytes_per_round: must be from 1 B to 4 GB, got {} B",
+                bytes_per_round.0
+            ));
+        }
+        let sketch = match bids.as_str() {
+            "sketch" => {
+                let rows = sketch_rows.unwrap_or(DEFAULT_SKETCH_ROWS);
+                let columns = sketch_columns.unwrap_or(DEFAULT_SKETCH_COLUMNS);
+                if rows == 0 || rows as usize > MAX_ROWS {
+                    return Err(format!(
+                        "sketch_rows: must be from 1 to {MAX_ROWS}, got {rows}"
+                    ));
+                }
+                if columns == 0 {
+                    return Err("sketch_columns: must be at least 1".into());
+                }
+                if u64::from(rows) * u64::from(columns) > MAX_SKETCH_CELLS {
+                    return Err(format!(
+                        "sketch_columns: {rows} x {columns} counters is more than the \
+                         {MAX_SKETCH_CELLS} a port may hold"
+                    ));
+                }
+                let update = match sketch_update.as_deref().unwrap_or("max") {
+                    "max" => SketchUpdate::Max,
+                    "increment" => SketchUpdate::Increment,
+                    other => {
+                        return Err(format!(
+                            "sketch_update: `{other}` is not one of `max`, `increment`"
+                        ))
+                    }
+                };
+                Some((rows, columns, update))
+            }
+            "exact" => {
+                only_with(sketch_rows.is_some(), "sketch_rows", "bids = \"sketch\"")?;
+                only_with(
+                    sketch_columns.is_some(),
+                    "sketch_columns",
+                    "bids = \"sketch\"",
+                )?;
+                only_with(
+                    sketch_update.is_some(),
+                    "sketch_update",
+                    "bids = \"sketch\"",
+                )?;
+                only_with(*count_misqueued, "count_misqueued", "bids = \"sketch\"")?;
+                None
+            }
+            other => return Err(format!("bids: `{other}` is not one of `sketch`, `exact`")),
+        };
+        let round_of = match round_of.as_str() {
+            "floor" => RoundOf::Floor,
+            "last_byte" => RoundOf::LastByte,
+            other => {
+                return Err(format!(
+                    "round_of: `{other}` is not one of `floor`, `last_byte`"
+                ))
+            }
+        };
+        let ecn = match ecn.as_str() {
+            "per_flow" => {
+                only_with(ecn_k_packets.is_some(), "ecn_k_packets", "ecn = \"port\"")?;
+                only_with(ecn_k_bytes.is_some(), "ecn_k_bytes", "ecn = \"port\"")?;
+                AfqEcn::PerFlow {
+                    rounds: u64::from(ecn_rounds.unwrap_or(DEFAULT_ECN_ROUNDS)),
+                }
+            }
+            "port" => {
+                only_with(ecn_rounds.is_some(), "ecn_rounds", "ecn = \"per_flow\"")?;
+                let (k, in_packets) = one_of(*ecn_k_packets, *ecn_k_bytes, "ecn_k")
+                    .map_err(|e| format!("ecn = \"port\" {e}"))?;
+                AfqEcn::Port { k, in_packets }
+            }
+            "off" => {
+                only_with(ecn_rounds.is_some(), "ecn_rounds", "ecn = \"per_flow\"")?;
+                only_with(ecn_k_packets.is_some(), "ecn_k_packets", "ecn = \"port\"")?;
+                only_with(ecn_k_bytes.is_some(), "ecn_k_bytes", "ecn = \"port\"")?;
+                AfqEcn::Off
+            }
+            other => {
+                return Err(format!(
+                    "ecn: `{other}` is not one of `per_flow`, `port`, `off`"
+                ))
+            }
+        };
+        if !matches!(scheduler.as_str(), "drr") {
+            only_with(drr_quantum.is_some(), "drr_quantum", "scheduler = \"drr\"")?;
+        }
+        if !matches!(scheduler.as_str(), "two_groups") {
+            only_with(tau.is_some(), "tau", "scheduler = \"two_groups\"")?;
+        }
+        let scheduler = match scheduler.as_str() {
+            "rsp" => RspVariant::Ideal,
+            "rmt" => RspVariant::RmtEstimate,
+            "drr" => {
+                // More than any round can hold: the whole buffer, or, unlimited, as
+                // good as infinite.
+                let quantum = match (drr_quantum, limit.bytes, limit.packets) {
+                    (Some(q), _, _) => q.0,
+                    (None, Some(b), _) => b,
+                    (None, None, Some(p)) => u64::from(p) * 65_536,
+                    (None, None, None) => u64::MAX / 2,
+                };
+                if quantum == 0 {
+                    return Err("drr_quantum: must be at least 1 B".into());
+                }
+                RspVariant::Drr { quantum }
+            }
+            "two_groups" => {
+                if *queues < 2 || queues % 2 != 0 {
+                    return Err(format!(
+                        "queues: scheduler = \"two_groups\" splits the queues into two \
+                         equal groups, so it needs an even number, got {queues}"
+                    ));
+                }
+                let tau = tau.map_or(DEFAULT_TAU, |t| t.0);
+                if tau == 0 {
+                    return Err("tau: must be positive".into());
+                }
+                RspVariant::TwoGroups { tau }
+            }
+            other => {
+                return Err(format!(
+                    "scheduler: `{other}` is not one of `rsp`, `drr`, `two_groups`, `rmt`"
+                ))
+            }
+        };
+        Ok(AfqParams {
+            limit,
+            queues: *queues,
+            bytes_per_round: bytes_per_round.0,
+            sketch,
+            round_of,
+            ecn,
+            scheduler,
+            count_misqueued: *count_misqueued,
+            seed: 0,
+        })
     }
 }

@@ -3,8 +3,9 @@
 //! A packet's class is `Packet::class`, clamped to the last class. With PFC, class `i`
 //! is priority `i`: a paused class waits while the others are served.
 
-use super::{QueueCtx, QueueDiscipline, Verdict};
+use super::{AfqCounters, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
+use crate::units::Time;
 
 pub struct StrictPriority {
     classes: Vec<Box<dyn QueueDiscipline>>,
@@ -28,6 +29,10 @@ impl QueueDiscipline for StrictPriority {
 
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.classes.iter_mut().find_map(|c| c.dequeue())
+    }
+
+    fn dequeue_at(&mut self, now: Time) -> Option<(PacketId, u32)> {
+        self.classes.iter_mut().find_map(|c| c.dequeue_at(now))
     }
 
     /// Class `i` carries priority `i`; the last class also every priority above it,
@@ -71,5 +76,13 @@ impl QueueDiscipline for StrictPriority {
 
     fn bypass_when_idle(&self) -> bool {
         self.classes.iter().all(|c| c.bypass_when_idle())
+    }
+
+    /// The sum over the classes that are AFQ, if any is.
+    fn afq_counters(&self) -> Option<AfqCounters> {
+        self.classes
+            .iter()
+            .filter_map(|c| c.afq_counters())
+            .reduce(|a, b| a.plus(&b))
     }
 }

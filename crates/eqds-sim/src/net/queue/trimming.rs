@@ -184,6 +184,8 @@ mod tests {
                 pkts: &mut self.pkts,
                 rng: &mut self.rng,
                 stats: &mut self.stats,
+                now: 0,
+                rate_bps: 1,
             };
             (id, q.enqueue(id, &mut ctx))
         }
