@@ -292,11 +292,7 @@ impl Network {
         ingress: Option<PortId>,
         ctx: &mut PortCtx,
     ) {
-        let iofd = self.iofd.as_deref_mut().expect("called with IOFD on");
-        let r = iofd
-            .resequencer
-            .as_mut()
-            .expect("called with the re-sequencer on");
+        let (r, _) = self.resequencer_parts();
         let p = ctx.pkts.get(pkt);
         if r.holds(p.flow, p.seq) {
             r.counters.duplicates_dropped += 1;
@@ -308,14 +304,10 @@ impl Network {
                 return; // dropped (and counted) by PFC: a gap the timeout covers
             }
         }
-        let iofd = self.iofd.as_deref_mut().expect("called with IOFD on");
-        let r = iofd
-            .resequencer
-            .as_mut()
-            .expect("called with the re-sequencer on");
+        let (r, released) = self.resequencer_parts();
+        let mut out = std::mem::take(released);
         let p = ctx.pkts.get(pkt);
         let flow = p.flow;
-        let mut out = std::mem::take(&mut iofd.released);
         match r.arrive(sw, p, pkt, port, ctx.now) {
             Arrival::Forward { unblocked } => {
                 let check = if unblocked {
@@ -338,6 +330,17 @@ impl Network {
             Arrival::Duplicate => unreachable!("resends of held packets are dropped above"),
         }
         self.release_held(out, ctx);
+    }
+
+    /// IOFD's re-sequencer and its buffer of released packets (only called with
+    /// both on).
+    fn resequencer_parts(&mut self) -> (&mut Resequencer, &mut Vec<Held>) {
+        let iofd = self.iofd.as_deref_mut().expect("called with IOFD on");
+        let r = iofd
+            .resequencer
+            .as_mut()
+            .expect("called with the re-sequencer on");
+        (r, &mut iofd.released)
     }
 
     /// A gap of `flow` may have waited its timeout (`Event::IofdGapCheck`).
