@@ -1,5 +1,5 @@
 //! Ideal per-flow fair queueing: deficit round robin over one FIFO per flow, and
-//! longest-queue drop when the shared buffer is full.
+//! longest-queue drop when the shared buffer is full (both in [`super::drr`]).
 //!
 //! This is the switch the EQDS paper compares against in its incast (Figure 14): a
 //! bottleneck that shares itself equally whatever the senders do. DRR (Shreedhar and
@@ -8,59 +8,33 @@
 //! packet (the arrival itself if its flow is that one), so no flow can hold another
 //! flow's share of the buffer.
 
-use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
+use super::drr::Drr;
+use super::{Limit, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::{FlowId, PacketId};
-use std::collections::{HashMap, VecDeque};
-
-struct FlowQueue {
-    fifo: Fifo,
-    /// Bytes this flow may still send in the current round.
-    deficit: u64,
-    /// On the active list.
-    active: bool,
-}
+use std::collections::HashMap;
 
 pub struct FairQueue {
-    limit: Limit,
-    quantum: u64,
-    flows: Vec<FlowQueue>,
+    /// One DRR FIFO per flow, added as flows first arrive.
+    drr: Drr,
+    /// Each flow's FIFO.
     index: HashMap<FlowId, usize>,
-    /// Backlogged flows in service order; the front is being served.
-    active: VecDeque<usize>,
-    packets: u32,
-    bytes: u64,
 }
 
 impl FairQueue {
     pub fn new(limit: Limit, quantum: u32) -> Self {
         Self {
-            limit,
-            quantum: u64::from(quantum.max(1)),
-            flows: Vec::new(),
+            drr: Drr::new(limit, quantum, 0),
             index: HashMap::new(),
-            active: VecDeque::new(),
-            packets: 0,
-            bytes: 0,
         }
     }
 
+    /// The flow's FIFO, new at its first packet: queues are per flow, so no two
+    /// flows ever share one (unlike [`Sfq`](super::Sfq)'s hashed buckets).
     fn flow_queue(&mut self, flow: FlowId) -> usize {
-        *self.index.entry(flow).or_insert_with(|| {
-            self.flows.push(FlowQueue {
-                fifo: Fifo::default(),
-                deficit: 0,
-                active: false,
-            });
-            self.flows.len() - 1
-        })
-    }
-
-    /// The flow holding the most bytes (lowest index on ties, for determinism).
-    fn longest(&self) -> Option<usize> {
-        self.active
-            .iter()
-            .copied()
-            .max_by_key(|&i| (self.flows[i].fifo.bytes(), std::cmp::Reverse(i)))
+        *self
+            .index
+            .entry(flow)
+            .or_insert_with(|| self.drr.add_lane())
     }
 }
 
@@ -69,69 +43,19 @@ impl QueueDiscipline for FairQueue {
         let p = ctx.pkts.get(pkt);
         let (size, flow) = (p.size, p.flow);
         let q = self.flow_queue(flow);
-        while !self.limit.admits(self.packets, self.bytes, size) {
-            let Some(victim) = self.longest().filter(|&v| v != q) else {
-                return Verdict::Dropped;
-            };
-            if self.flows[victim].fifo.bytes() <= self.flows[q].fifo.bytes() + u64::from(size) {
-                // The arrival's flow would be (one of) the longest: it loses.
-                return Verdict::Dropped;
-            }
-            let (dropped, dropped_size) = self.flows[victim]
-                .fifo
-                .pop_back()
-                .expect("an active flow holds packets");
-            self.packets -= 1;
-            self.bytes -= u64::from(dropped_size);
-            ctx.stats.drops += 1;
-            ctx.stats.dropped_bytes += u64::from(dropped_size);
-            ctx.pkts.free(dropped);
-            // A flow emptied by the drop leaves the list when its turn comes.
-        }
-        let fq = &mut self.flows[q];
-        fq.fifo.push(pkt, size);
-        if !fq.active {
-            fq.active = true;
-            fq.deficit = 0;
-            self.active.push_back(q);
-        }
-        self.packets += 1;
-        self.bytes += u64::from(size);
-        Verdict::Queued
+        self.drr.enqueue(q, pkt, size, ctx)
     }
 
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
-        while let Some(&q) = self.active.front() {
-            let fq = &mut self.flows[q];
-            match fq.fifo.front_size() {
-                None => {
-                    fq.active = false;
-                    self.active.pop_front();
-                }
-                Some(size) if u64::from(size) <= fq.deficit => {
-                    fq.deficit -= u64::from(size);
-                    let item = fq.fifo.pop();
-                    self.packets -= 1;
-                    self.bytes -= u64::from(size);
-                    return item;
-                }
-                Some(_) => {
-                    // Not enough for the head packet: a new round for this flow, at
-                    // the back of the list.
-                    fq.deficit += self.quantum;
-                    self.active.rotate_left(1);
-                }
-            }
-        }
-        None
+        self.drr.dequeue()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.drr.backlog_bytes()
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.packets
+        self.drr.backlog_packets()
     }
 
     fn bypass_when_idle(&self) -> bool {

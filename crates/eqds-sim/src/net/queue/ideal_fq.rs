@@ -144,9 +144,7 @@ impl QueueDiscipline for IdealFq {
             let out = self.queued.remove(&largest).expect("the largest is queued");
             self.packets -= 1;
             self.bytes -= u64::from(out.size);
-            ctx.stats.drops += 1;
-            ctx.stats.dropped_bytes += u64::from(out.size);
-            ctx.pkts.free(out.pkt);
+            ctx.drop_queued(out.pkt, out.size);
             // Its flow's bid goes back to before it (it was the flow's last).
             let current = self.finish.get(&out.key).copied().unwrap_or(0);
             debug_assert_eq!(current, largest.0, "the largest tag is its flow's last");

@@ -9,6 +9,7 @@
 pub mod afq;
 pub mod count_min;
 mod drop_tail;
+mod drr;
 mod fair_queue;
 mod fifo;
 mod ideal_fq;
@@ -73,6 +74,17 @@ pub struct QueueCtx<'a> {
     /// The port's transmit rate in bits per second: Ideal-FQ's virtual time runs at
     /// this rate shared among the backlogged flows.
     pub rate_bps: u64,
+}
+
+impl QueueCtx<'_> {
+    /// Counts the drop of `pkt`, already queued (pushed out for an arrival), and
+    /// frees it; the discipline has taken it out of its own backlog.
+    #[inline]
+    pub fn drop_queued(&mut self, pkt: PacketId, size: u32) {
+        self.stats.drops += 1;
+        self.stats.dropped_bytes += u64::from(size);
+        self.pkts.free(pkt);
+    }
 }
 
 /// The outcome of offering a packet to a discipline.

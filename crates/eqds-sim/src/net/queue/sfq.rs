@@ -4,7 +4,8 @@
 //! queues available at each switch port" (AFQ paper §6.2).
 //!
 //! A flow's packets go to one of `queues` FIFOs chosen by a hash of the flow; DRR
-//! gives every backlogged FIFO `quantum` bytes per turn. Flows that hash to the same
+//! gives every backlogged FIFO `quantum` bytes per turn ([`super::drr`], shared with
+//! [`FairQueue`](super::FairQueue)'s FIFO per flow). Flows that hash to the same
 //! FIFO share it, so fairness degrades as flows outnumber queues (the paper's
 //! explanation for SFQ at high load, §6.2).
 //!
@@ -15,9 +16,9 @@
 //! not say), or the arrival is refused (`drop = "tail"`).
 
 use super::count_min::{mix64, reduce};
-use super::{flow_key, Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
+use super::drr::Drr;
+use super::{flow_key, Limit, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
-use std::collections::VecDeque;
 
 /// What a full buffer drops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,59 +29,30 @@ pub enum SfqDrop {
     Tail,
 }
 
-struct Bucket {
-    fifo: Fifo,
-    /// Bytes this FIFO may still send in its current turn.
-    deficit: u64,
-    /// On the active list.
-    active: bool,
-}
-
 pub struct Sfq {
-    limit: Limit,
-    quantum: u64,
+    /// The `queues` FIFOs, served by DRR.
+    drr: Drr,
+    /// How many FIFOs the hash spreads flows over.
+    queues: u64,
     drop: SfqDrop,
     seed: u64,
-    buckets: Vec<Bucket>,
-    /// Backlogged FIFOs in service order; the front is being served.
-    active: VecDeque<usize>,
-    packets: u32,
-    bytes: u64,
 }
 
 impl Sfq {
     pub fn new(limit: Limit, queues: u32, quantum: u32, drop: SfqDrop, seed: u64) -> Self {
         assert!(queues > 0, "SFQ needs a queue");
         Sfq {
-            limit,
-            quantum: u64::from(quantum.max(1)),
+            drr: Drr::new(limit, quantum, queues as usize),
+            queues: u64::from(queues),
             drop,
             seed: mix64(seed),
-            buckets: (0..queues)
-                .map(|_| Bucket {
-                    fifo: Fifo::default(),
-                    deficit: 0,
-                    active: false,
-                })
-                .collect(),
-            active: VecDeque::new(),
-            packets: 0,
-            bytes: 0,
         }
     }
 
     /// The FIFO a flow hashes to.
     #[inline]
     fn bucket_of(&self, key: u64) -> usize {
-        reduce(mix64(key ^ self.seed), self.buckets.len() as u64) as usize
-    }
-
-    /// The FIFO holding the most bytes (lowest index on ties, for determinism).
-    fn longest(&self) -> Option<usize> {
-        self.active
-            .iter()
-            .copied()
-            .max_by_key(|&i| (self.buckets[i].fifo.bytes(), std::cmp::Reverse(i)))
+        reduce(mix64(key ^ self.seed), self.queues) as usize
     }
 }
 
@@ -89,69 +61,22 @@ impl QueueDiscipline for Sfq {
         let p = ctx.pkts.get(pkt);
         let size = p.size;
         let b = self.bucket_of(flow_key(p));
-        while !self.limit.admits(self.packets, self.bytes, size) {
-            if self.drop == SfqDrop::Tail {
-                return Verdict::Dropped;
-            }
-            let Some(victim) = self.longest().filter(|&v| v != b) else {
-                return Verdict::Dropped;
-            };
-            if self.buckets[victim].fifo.bytes() <= self.buckets[b].fifo.bytes() + u64::from(size) {
-                // The arrival's FIFO would be (one of) the longest: it loses.
-                return Verdict::Dropped;
-            }
-            let (dropped, dropped_size) = self.buckets[victim]
-                .fifo
-                .pop_back()
-                .expect("an active FIFO holds packets");
-            self.packets -= 1;
-            self.bytes -= u64::from(dropped_size);
-            ctx.stats.drops += 1;
-            ctx.stats.dropped_bytes += u64::from(dropped_size);
-            ctx.pkts.free(dropped);
+        if self.drop == SfqDrop::Tail && !self.drr.admits(size) {
+            return Verdict::Dropped;
         }
-        let bucket = &mut self.buckets[b];
-        bucket.fifo.push(pkt, size);
-        if !bucket.active {
-            bucket.active = true;
-            bucket.deficit = 0;
-            self.active.push_back(b);
-        }
-        self.packets += 1;
-        self.bytes += u64::from(size);
-        Verdict::Queued
+        self.drr.enqueue(b, pkt, size, ctx)
     }
 
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
-        while let Some(&b) = self.active.front() {
-            let bucket = &mut self.buckets[b];
-            match bucket.fifo.front_size() {
-                None => {
-                    bucket.active = false;
-                    self.active.pop_front();
-                }
-                Some(size) if u64::from(size) <= bucket.deficit => {
-                    bucket.deficit -= u64::from(size);
-                    let item = bucket.fifo.pop();
-                    self.packets -= 1;
-                    self.bytes -= u64::from(size);
-                    return item;
-                }
-                Some(_) => {
-                    bucket.deficit += self.quantum;
-                    self.active.rotate_left(1);
-                }
-            }
-        }
-        None
+        self.drr.dequeue()
     }
 
     fn backlog_bytes(&self) -> u64 {
-        self.bytes
+        self.drr.backlog_bytes()
     }
 
     fn backlog_packets(&self) -> u32 {
-        self.packets
+        self.drr.backlog_packets()
     }
 
     fn bypass_when_idle(&self) -> bool {
