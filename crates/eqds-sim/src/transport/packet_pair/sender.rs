@@ -325,6 +325,8 @@ impl PacketPairSender {
         self.second_at = None;
         self.inject = 0.0;
         self.ctl.restart();
+        // Logs the rate's going (nothing else: the injection is void).
+        self.adjust(ctx, 0.0);
         self.phase = Phase::Startup(false);
         self.next_pair_at = ctx.now;
         self.push(ctx);
