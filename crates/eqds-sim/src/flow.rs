@@ -33,11 +33,15 @@ pub enum Protocol {
     /// RoCEv2 reliable connection (go-back-N) with DCQCN (Zhu et al., SIGCOMM 2015).
     /// Parameters in `[transport.roce]`.
     Roce,
+    /// Packet-pair flow control as the AFQ paper adapts it (NSDI 2018, §5): pairs at
+    /// line rate, rate from their gap, for fair-queueing switches. Parameters in
+    /// `[transport.packet_pair]`.
+    PacketPair,
 }
 
 impl Protocol {
     /// Every protocol, in declaration order: `ALL[p as usize] == p`.
-    pub const ALL: [Protocol; 10] = [
+    pub const ALL: [Protocol; 11] = [
         Protocol::Newreno,
         Protocol::Cubic,
         Protocol::Dctcp,
@@ -48,6 +52,7 @@ impl Protocol {
         Protocol::Eqds,
         Protocol::Udp,
         Protocol::Roce,
+        Protocol::PacketPair,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +67,7 @@ impl Protocol {
             Protocol::Eqds => "eqds",
             Protocol::Udp => "udp",
             Protocol::Roce => "roce",
+            Protocol::PacketPair => "packet_pair",
         }
     }
 }

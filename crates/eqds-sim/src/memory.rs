@@ -20,7 +20,7 @@ use crate::flow::Protocol;
 use crate::net::queue::QueueSpec;
 use crate::scenario::{Loaded, Scenario};
 use crate::units::{self, Time, SEC};
-use crate::workload::{FlowSizeCdf, WorkloadSpec};
+use crate::workload::WorkloadSpec;
 use eqds_proto::config::EqdsConfig;
 use std::fmt;
 
@@ -447,11 +447,15 @@ fn workload_flows(
             }
         }
         WorkloadSpec::Poisson {
-            load, cdf, start, ..
+            load,
+            cdf,
+            pareto,
+            start,
+            ..
         } => {
             // The expected arrivals, with room for chance; a CDF that cannot be read
             // is an error the run reports by name.
-            let mean = FlowSizeCdf::load(cdf, &loaded.base_dir)
+            let mean = crate::workload::poisson_sizes(cdf.as_deref(), *pareto, &loaded.base_dir)
                 .map(|c| c.mean())
                 .unwrap_or(1.0)
                 .max(1.0);

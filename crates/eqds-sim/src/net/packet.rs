@@ -76,11 +76,13 @@ pub struct Packet {
     /// sender-chosen path id for spraying.
     pub entropy: u32,
     /// Data: first payload byte (RoCE: the packet sequence number, PSN). NDP
-    /// ACK/NACK: first byte of the packet answered.
+    /// ACK/NACK: first byte of the packet answered. Packet-pair ACK: the pair's
+    /// arrival gap in picoseconds (`transport::packet_pair`).
     pub seq: u64,
     /// TCP ACK: next byte expected (cumulative). NDP PULL/ACK/NACK: the receiver's
     /// pull number for this flow (the sender takes the highest it has seen). RoCE
-    /// ACK/NAK: the next PSN expected.
+    /// ACK/NAK: the next PSN expected. Packet-pair data: the packet's place in its
+    /// pair (`transport::packet_pair::pair_tag`, 0 outside a pair).
     pub ack: u64,
     /// Time the sender sent it (data), or the echoed send time (ACK).
     pub timestamp: Time,

@@ -79,6 +79,63 @@ pub struct TransportSpec {
     /// RoCEv2 parameters (used by `protocol = "roce"` flows).
     #[serde(default)]
     pub roce: RoceSpec,
+    /// Packet-pair parameters (used by `protocol = "packet_pair"` flows).
+    #[serde(default)]
+    pub packet_pair: PacketPairSpec,
+}
+
+/// `[transport.packet_pair]`: the AFQ paper's end host (`transport::packet_pair`).
+/// Every default is the paper's (§5, §6.2) or, where it is silent, the AFQ digest's
+/// (`spec/afq.md` §4 question 10); `docs/afq.md` gives the reasons.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PacketPairSpec {
+    /// Smallest retransmission timeout (§6.2: 200 µs for every scheme).
+    #[serde(default = "default_pp_min_rto")]
+    pub min_rto: Duration,
+    /// Timeout before the first round-trip sample (default 1 ms: five minimum RTOs;
+    /// the paper does not say).
+    #[serde(default = "default_pp_initial_rto")]
+    pub initial_rto: Duration,
+    /// Time constant of the bandwidth EWMA in base round trips (§5: "in the last
+    /// RTT"; default 1).
+    #[serde(default = "default_one_f64")]
+    pub ewma_rtts: f64,
+    /// α's gain (default 1/16, DCTCP's; the paper does not say).
+    #[serde(default = "default_g")]
+    pub alpha_gain: f64,
+    /// In-flight cap in bandwidth-delay products of the estimate (§5: 1.5).
+    #[serde(default = "default_inflight_bdp")]
+    pub inflight_bdp: f64,
+    /// Make up for rate changes by skipping or injecting (§5; default true).
+    #[serde(default = "yes")]
+    pub skip_inject: bool,
+    /// Send data ECN-capable and slow down by α/2 (§5; default true).
+    #[serde(default = "yes")]
+    pub ecn: bool,
+    /// The switches' bytes per round: above two packets' payload the first pair is
+    /// spaced by `bytes_per_round − mss` at line rate (§5; default: none, the
+    /// paper's BpR of one MSS).
+    pub bytes_per_round: Option<Bytes>,
+}
+
+impl Default for PacketPairSpec {
+    fn default() -> Self {
+        toml::from_str("").expect("every packet-pair field has a default")
+    }
+}
+
+fn default_pp_min_rto() -> Duration {
+    Duration(200 * crate::units::US)
+}
+fn default_pp_initial_rto() -> Duration {
+    Duration(MS)
+}
+fn default_one_f64() -> f64 {
+    1.0
+}
+fn default_inflight_bdp() -> f64 {
+    1.5
 }
 
 /// `[transport.udp]`.
@@ -486,7 +543,44 @@ impl TransportSpec {
                 self.mptcp.subflows
             ));
         }
-        self.validate_roce().map_err(|e| format!("roce.{e}"))
+        self.validate_roce().map_err(|e| format!("roce.{e}"))?;
+        self.validate_packet_pair()
+            .map_err(|e| format!("packet_pair.{e}"))
+    }
+
+    fn validate_packet_pair(&self) -> Result<(), String> {
+        let p = &self.packet_pair;
+        if p.min_rto.0 == 0 || p.min_rto.0 > self.max_rto.0 {
+            return Err("min_rto: must be positive and at most transport.max_rto".into());
+        }
+        if p.initial_rto.0 == 0 || p.initial_rto.0 > self.max_rto.0 {
+            return Err("initial_rto: must be positive and at most transport.max_rto".into());
+        }
+        // Beyond 1000 round trips the estimate would follow nothing a run sees.
+        if !(p.ewma_rtts > 0.0 && p.ewma_rtts <= 1000.0) {
+            return Err(format!(
+                "ewma_rtts: must be within (0, 1000], got {}",
+                p.ewma_rtts
+            ));
+        }
+        if !(p.alpha_gain > 0.0 && p.alpha_gain <= 1.0) {
+            return Err(format!(
+                "alpha_gain: must be within (0, 1], got {}",
+                p.alpha_gain
+            ));
+        }
+        // The cap never falls below one pair, so small values are safe; a cap of
+        // more than 100 BDPs is no cap.
+        if !(p.inflight_bdp > 0.0 && p.inflight_bdp <= 100.0) {
+            return Err(format!(
+                "inflight_bdp: must be within (0, 100], got {}",
+                p.inflight_bdp
+            ));
+        }
+        if p.bytes_per_round.is_some_and(|b| b.0 == 0 || b.0 > 1 << 30) {
+            return Err("bytes_per_round: must be from 1 B to 1 GiB".into());
+        }
+        Ok(())
     }
 
     fn validate_roce(&self) -> Result<(), String> {

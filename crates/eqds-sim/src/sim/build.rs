@@ -82,6 +82,18 @@ impl Simulation {
                 loaded.file
             ));
         }
+        if sc.eqds.enabled
+            && flows
+                .iter()
+                .any(|f| f.protocol == Protocol::PacketPair && !f.legacy)
+        {
+            return Err(format!(
+                "{}: eqds.enabled: packet-pair flows cannot run inside EQDS tunnels (the \
+                 pair gap would measure EQDS's pacing, not the network's fair share); list \
+                 their workloads in eqds.legacy_workloads",
+                loaded.file
+            ));
+        }
         let endless = flows.iter().any(|f| f.size.is_none())
             || follow_ups.iter().flatten().any(FollowUp::is_endless);
         let unfinished = flows.iter().filter(|f| f.size.is_some()).count() as u64;

@@ -13,6 +13,7 @@ use crate::transport::cc::CcKind;
 use crate::transport::eqds_app::{EqdsAppReceiver, EqdsAppSender};
 use crate::transport::mptcp::{MptcpReceiver, MptcpSender};
 use crate::transport::ndp::{NdpConfig, NdpReceiver, NdpSender};
+use crate::transport::packet_pair::{PacketPairConfig, PacketPairReceiver, PacketPairSender};
 use crate::transport::roce::dcqcn::{DcqcnParams, Profile};
 use crate::transport::roce::{Recovery, RoceConfig, RoceReceiver, RoceSender};
 use crate::transport::tcp::{DelayedAck, TcpConfig, TcpReceiver, TcpSender};
@@ -38,6 +39,7 @@ pub(super) struct EndpointFactory {
     roce: RoceConfig,
     /// DCQCN's profile and overrides, if RoCE flows run it.
     dcqcn: Option<DcqcnSpec>,
+    packet_pair: PacketPairConfig,
 }
 
 impl EndpointFactory {
@@ -67,6 +69,7 @@ impl EndpointFactory {
             mptcp_nic_limit: t.mptcp.nic_limit,
             roce: roce_config(t),
             dcqcn: t.roce.dcqcn.enabled.then(|| t.roce.dcqcn.clone()),
+            packet_pair: packet_pair_config(t),
         }
     }
 
@@ -155,6 +158,19 @@ impl EndpointFactory {
                     )),
                 )
             }
+            Protocol::PacketPair => {
+                let line = world.net.host_rate(spec.src);
+                let pp = self.packet_pair;
+                (
+                    Box::new(PacketPairSender::new(pp, ends, entropy, spec.size, line)),
+                    Box::new(PacketPairReceiver::new(
+                        pp,
+                        ends.reversed(),
+                        entropy,
+                        spec.size,
+                    )),
+                )
+            }
             Protocol::Mptcp => {
                 // Subflow 0 uses the flow's hash; the others draw their own.
                 let entropies: Vec<u32> = std::iter::once(entropy)
@@ -193,6 +209,28 @@ fn ndp_config(t: &TransportSpec, paths: u32, bdp_packets: u32) -> NdpConfig {
         initial_window: t.ndp.initial_window.unwrap_or(bdp_packets.max(1)),
         rto: t.ndp.rto.0,
         paths: t.ndp.paths.unwrap_or(paths),
+        class: t.class,
+    }
+}
+
+/// Packet-pair parameters from `[transport]` and `[transport.packet_pair]`.
+fn packet_pair_config(t: &TransportSpec) -> PacketPairConfig {
+    let p = &t.packet_pair;
+    PacketPairConfig {
+        mss: (t.mtu.0 - t.header.0) as u32,
+        header: t.header.0 as u32,
+        min_rto: p.min_rto.0,
+        initial_rto: p.initial_rto.0,
+        max_rto: t.max_rto.0,
+        dupack_threshold: t.dupack_threshold,
+        ewma_rtts: p.ewma_rtts,
+        alpha_gain: p.alpha_gain,
+        inflight_bdp: p.inflight_bdp,
+        skip_inject: p.skip_inject,
+        ecn: p.ecn,
+        bytes_per_round: p
+            .bytes_per_round
+            .map_or(0, |b| b.0.min(u64::from(u32::MAX)) as u32),
         class: t.class,
     }
 }
@@ -274,9 +312,12 @@ fn dcqcn_params(d: &DcqcnSpec, line_rate_bps: u64) -> DcqcnParams {
 /// transport's own, or a workload's override).
 fn tcp_config(t: &TransportSpec, protocol: Protocol) -> TcpConfig {
     let cc = match protocol {
-        Protocol::Newreno | Protocol::Ndp | Protocol::Eqds | Protocol::Udp | Protocol::Roce => {
-            CcKind::NewReno
-        }
+        Protocol::Newreno
+        | Protocol::Ndp
+        | Protocol::Eqds
+        | Protocol::Udp
+        | Protocol::Roce
+        | Protocol::PacketPair => CcKind::NewReno,
         Protocol::Cubic => CcKind::Cubic,
         Protocol::Dctcp => CcKind::Dctcp,
         Protocol::Vegas => CcKind::Vegas,

@@ -8,6 +8,7 @@ pub mod cc;
 pub mod eqds_app;
 pub mod mptcp;
 pub mod ndp;
+pub mod packet_pair;
 pub mod roce;
 pub mod tcp;
 pub mod udp;

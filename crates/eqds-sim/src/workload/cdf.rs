@@ -3,9 +3,11 @@
 //!
 //! File format: `#` comments, then `SIZE_BYTES CUMULATIVE_PROBABILITY` per line, both
 //! non-decreasing, the last probability exactly 1. A repeated size makes a step (a
-//! probability mass at that size). The bundled `websearch` (DCTCP, SIGCOMM 2010) and
-//! `datamining` (VL2, SIGCOMM 2009) distributions live in `scenarios/cdf/` with their
-//! sources and are also compiled in, so the names work anywhere.
+//! probability mass at that size). The bundled `websearch` (DCTCP, SIGCOMM 2010),
+//! `datamining` (VL2, SIGCOMM 2009) and `enterprise` (the AFQ paper's enterprise
+//! workload, most likely CONGA's, SIGCOMM 2014) distributions live in
+//! `scenarios/cdf/` with their sources and are also compiled in, so the names work
+//! anywhere.
 
 use crate::engine::SimRng;
 use rand::Rng;
@@ -13,6 +15,7 @@ use std::path::Path;
 
 const WEBSEARCH: &str = include_str!("../../../../scenarios/cdf/websearch.cdf");
 const DATAMINING: &str = include_str!("../../../../scenarios/cdf/datamining.cdf");
+const ENTERPRISE: &str = include_str!("../../../../scenarios/cdf/enterprise.cdf");
 
 #[derive(Clone, Debug)]
 pub struct FlowSizeCdf {
@@ -21,16 +24,19 @@ pub struct FlowSizeCdf {
 }
 
 impl FlowSizeCdf {
-    /// A bundled name (`websearch`, `datamining`) or a file relative to `base_dir`.
+    /// A bundled name (`websearch`, `datamining`, `enterprise`) or a file relative to
+    /// `base_dir`.
     pub fn load(name: &str, base_dir: &Path) -> Result<Self, String> {
         match name {
             "websearch" => Self::parse(WEBSEARCH),
             "datamining" => Self::parse(DATAMINING),
+            "enterprise" => Self::parse(ENTERPRISE),
             file => {
                 let path = base_dir.join(file);
                 let text = std::fs::read_to_string(&path).map_err(|e| {
                     format!(
-                        "cannot read `{}` ({e}); bundled names are `websearch` and `datamining`",
+                        "cannot read `{}` ({e}); bundled names are `websearch`, `datamining` and \
+                         `enterprise`",
                         path.display()
                     )
                 })?;
@@ -115,7 +121,11 @@ mod tests {
 
     #[test]
     fn bundled_distributions_parse_and_sample_their_mean() {
-        for (name, mean) in [("websearch", 1_711_250.0), ("datamining", 7_470_236.0)] {
+        for (name, mean) in [
+            ("websearch", 1_711_250.0),
+            ("datamining", 7_470_236.0),
+            ("enterprise", 157_357.0),
+        ] {
             let cdf = FlowSizeCdf::load(name, Path::new(".")).unwrap();
             assert!(
                 (cdf.mean() - mean).abs() / mean < 0.01,

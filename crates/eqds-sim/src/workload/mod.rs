@@ -9,6 +9,7 @@ mod cdf;
 mod closed_loop;
 mod hosts;
 mod htsim_cm;
+mod pareto;
 mod patterns;
 mod ping;
 mod poisson;
@@ -17,7 +18,9 @@ pub use hosts::HostList;
 
 pub use cdf::FlowSizeCdf;
 pub use closed_loop::ClosedLoop;
+pub use pareto::{Pareto, ParetoSpec};
 pub use ping::Ping;
+pub use poisson::Sizes;
 
 use crate::engine::SimRng;
 use crate::flow::{FlowRecord, FlowSpec, Protocol};
@@ -98,10 +101,12 @@ pub enum WorkloadSpec {
     },
     /// Open-loop Poisson arrivals at `load` (fraction of the hosts' aggregate link
     /// rate) between random pairs, sizes drawn from a CDF (a file, or the bundled
-    /// `websearch` / `datamining`).
+    /// `websearch` / `datamining` / `enterprise`) or a Pareto distribution: one of
+    /// `cdf` and `pareto`.
     Poisson {
         load: f64,
-        cdf: String,
+        cdf: Option<String>,
+        pareto: Option<ParetoSpec>,
         #[serde(default)]
         start: Duration,
         protocol: Option<Protocol>,
@@ -201,6 +206,22 @@ pub struct GenCtx<'a> {
     pub protocol: Protocol,
     /// The flows of this workload's htsim matrix, read when the scenario loaded.
     pub matrix: Option<&'a [FlowSpec]>,
+}
+
+/// A Poisson workload's sizes: its `cdf` (read relative to `base_dir`) or its
+/// `pareto`; errors start with the key.
+pub fn poisson_sizes(
+    cdf: Option<&str>,
+    pareto: Option<ParetoSpec>,
+    base_dir: &Path,
+) -> Result<Sizes, String> {
+    match (cdf, pareto) {
+        (_, Some(p)) => p.validate().map(Sizes::Pareto),
+        (Some(c), None) => FlowSizeCdf::load(c, base_dir)
+            .map(Sizes::Cdf)
+            .map_err(|e| format!("cdf: {e}")),
+        (None, None) => Err("cdf: missing".into()),
+    }
 }
 
 fn check_host(field: &str, h: u32, n_hosts: u32) -> Result<(), String> {
@@ -362,11 +383,22 @@ impl WorkloadSpec {
                 }
                 Ok(())
             }
-            WorkloadSpec::Poisson { load, .. } => {
+            WorkloadSpec::Poisson {
+                load, cdf, pareto, ..
+            } => {
                 if !(*load > 0.0 && *load <= 1.0) {
-                    Err(format!("load: must be within (0, 1], got {load}"))
-                } else {
-                    Ok(())
+                    return Err(format!("load: must be within (0, 1], got {load}"));
+                }
+                match (cdf, pareto) {
+                    (Some(_), Some(_)) => {
+                        Err("pareto: give `cdf` or `pareto` for the sizes, not both".into())
+                    }
+                    (None, None) => Err(
+                        "cdf: missing (give `cdf`, a CDF file or a bundled name, or `pareto`)"
+                            .into(),
+                    ),
+                    (None, Some(p)) => p.validate().map(|_| ()),
+                    (Some(_), None) => Ok(()),
                 }
             }
             WorkloadSpec::Htsim { .. } => Ok(()),
@@ -556,10 +588,11 @@ impl WorkloadSpec {
             WorkloadSpec::Poisson {
                 load,
                 cdf,
+                pareto,
                 start,
                 protocol,
             } => {
-                let cdf = FlowSizeCdf::load(cdf, ctx.base_dir).map_err(|e| format!("cdf: {e}"))?;
+                let cdf = poisson_sizes(cdf.as_deref(), *pareto, ctx.base_dir)?;
                 let stop = ctx
                     .stop
                     .ok_or("stop.time: a Poisson workload needs an end time")?;

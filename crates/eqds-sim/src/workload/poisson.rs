@@ -3,6 +3,7 @@
 //! The arrival rate makes the offered load `load` times the hosts' aggregate NIC
 //! rate: lambda = load * sum(rate) / (8 * mean size) flows per second.
 
+use super::pareto::Pareto;
 use super::FlowSizeCdf;
 use crate::engine::SimRng;
 use crate::flow::{FlowSpec, Protocol};
@@ -10,10 +11,37 @@ use crate::net::Network;
 use crate::units::{Time, SEC};
 use rand::Rng;
 
+/// Where a Poisson workload's flow sizes come from.
+#[derive(Clone, Debug)]
+pub enum Sizes {
+    /// Cumulative points (`cdf`).
+    Cdf(FlowSizeCdf),
+    /// A Pareto distribution (`pareto`).
+    Pareto(Pareto),
+}
+
+impl Sizes {
+    /// Mean size in bytes.
+    pub fn mean(&self) -> f64 {
+        match self {
+            Sizes::Cdf(c) => c.mean(),
+            Sizes::Pareto(p) => p.mean(),
+        }
+    }
+
+    /// Draws one size in bytes (at least 1).
+    pub fn sample(&self, rng: &mut SimRng) -> u64 {
+        match self {
+            Sizes::Cdf(c) => c.sample(rng),
+            Sizes::Pareto(p) => p.sample(rng),
+        }
+    }
+}
+
 pub fn arrivals(
     net: &Network,
     rng: &mut SimRng,
-    cdf: &FlowSizeCdf,
+    cdf: &Sizes,
     load: f64,
     start: Time,
     stop: Time,
