@@ -238,6 +238,9 @@ impl Ctx<'_> {
 }
 
 #[cfg(test)]
+pub(crate) mod test_rig;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -3,111 +3,20 @@
 //! plays the far end.
 
 use super::{pair_tag, PacketPairConfig, PacketPairReceiver, PacketPairSender};
-use crate::engine::{Event, SimRng};
-use crate::flow::{FlowRecord, FlowSpec, Protocol};
-use crate::ids::EndpointId;
+use crate::flow::Protocol;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::net::{LinkSpec, NetworkBuilder};
-use crate::transport::{Ctx, Endpoint, Ends};
+use crate::transport::test_rig::{ends, Rig, RECEIVER, SENDER};
+use crate::transport::Endpoint;
 use crate::units::{serialisation_time, Time, SEC, US};
-use crate::world::World;
-use rand::SeedableRng;
 
 const RATE: u64 = 10_000_000_000;
-const SENDER: EndpointId = 0;
-const RECEIVER: EndpointId = 1;
 /// 1436 B of payload plus 64 B of header.
 const WIRE: u32 = 1500;
 const MSS: u64 = 1436;
 
-fn ends() -> Ends {
-    Ends {
-        flow: 0,
-        host: 1,
-        me: SENDER,
-        peer_host: 0,
-        peer: RECEIVER,
-    }
-}
-
-struct Rig {
-    world: World,
-    now: Time,
-    /// What the endpoint sent, with when it reached the switch.
-    out: Vec<(Time, Packet)>,
-}
-
-impl Rig {
-    fn new(size: u64) -> Rig {
-        let mut b = NetworkBuilder::for_tests(2);
-        let link = LinkSpec {
-            rate_bps: RATE,
-            latency: US,
-        };
-        let sw = b.switch(0, 2, 1, 0, 1);
-        for h in 0..2 {
-            b.link(h, b.down_port(sw, h), link, "host_up", "switch_down");
-        }
-        let mut world = World::new(b.finish(2), SimRng::seed_from_u64(1), 1);
-        let spec = FlowSpec {
-            src: 1,
-            dst: 0,
-            size: Some(size),
-            start: 0,
-            protocol: Protocol::PacketPair,
-            origin: 0,
-            legacy: false,
-        };
-        world.flows.push(FlowRecord::new(spec, SENDER, RECEIVER));
-        world.timers.grow(2);
-        Rig {
-            world,
-            now: 0,
-            out: Vec::new(),
-        }
-    }
-
-    fn ctx(&mut self, me: EndpointId) -> Ctx<'_> {
-        Ctx {
-            now: self.now,
-            me,
-            world: &mut self.world,
-        }
-    }
-
-    fn deliver(&mut self, ep: &mut dyn Endpoint, me: EndpointId, pkt: Packet) {
-        let id = self.world.pkts.alloc(pkt);
-        ep.on_packet(&mut self.ctx(me), id);
-    }
-
-    /// Runs the network and `ep`'s timer until `end`.
-    fn run(&mut self, ep: &mut dyn Endpoint, me: EndpointId, end: Time) {
-        self.world
-            .events
-            .push(end, Event::Sample { series: u8::MAX });
-        while let Some((t, e)) = self.world.events.pop() {
-            self.now = t;
-            match e {
-                Event::Arrive { pkt, .. } => {
-                    self.out.push((t, *self.world.pkts.get(pkt)));
-                    self.world.pkts.free(pkt);
-                }
-                Event::TxDone { port } => self.world.tx_done(t, port),
-                Event::Timer { endpoint } => {
-                    if self.world.timers.fire(endpoint, t, &mut self.world.events) {
-                        ep.on_timer(&mut self.ctx(me));
-                    }
-                }
-                Event::Sample { .. } => break,
-                _ => unreachable!("the rig makes no other events"),
-            }
-        }
-        self.now = end;
-    }
-
-    fn take(&mut self) -> Vec<(Time, Packet)> {
-        std::mem::take(&mut self.out)
-    }
+/// The rig with this file's links and a flow of `size` bytes.
+fn two_hosts(size: u64) -> Rig {
+    Rig::new(RATE, Protocol::PacketPair, size)
 }
 
 /// The sender's ACK for the data packet `d`: cumulative point `ack`, gap `gap`.
@@ -132,7 +41,7 @@ fn gap_at(bps: f64) -> Time {
 /// 10 us, the second's ACK reporting a share of `share_bps`; returns what it sent
 /// after the ACKs until `until`.
 fn started(size: u64, share_bps: f64, until: Time) -> (Rig, PacketPairSender, Vec<(Time, Packet)>) {
-    let mut rig = Rig::new(size);
+    let mut rig = two_hosts(size);
     let mut tx = PacketPairSender::new(PacketPairConfig::default(), ends(), 5, Some(size), RATE);
     tx.on_start(&mut rig.ctx(SENDER));
     rig.run(&mut tx, SENDER, 10 * US);
@@ -151,7 +60,7 @@ fn started(size: u64, share_bps: f64, until: Time) -> (Rig, PacketPairSender, Ve
 
 #[test]
 fn a_flow_starts_with_one_pair_at_line_rate_and_waits() {
-    let mut rig = Rig::new(100 * MSS);
+    let mut rig = two_hosts(100 * MSS);
     let mut tx = PacketPairSender::new(
         PacketPairConfig::default(),
         ends(),
@@ -201,7 +110,7 @@ fn bytes_in_flight_stop_at_one_and_a_half_bdps() {
         sent.iter().map(|p| p.0).collect::<Vec<_>>()
     );
     // With 3 BDPs, twice as many.
-    let mut rig = Rig::new(200 * MSS);
+    let mut rig = two_hosts(200 * MSS);
     let cfg = PacketPairConfig {
         inflight_bdp: 3.0,
         ..PacketPairConfig::default()
@@ -267,7 +176,7 @@ fn three_duplicate_acks_resend_the_first_hole() {
 
 #[test]
 fn a_timeout_goes_back_and_starts_again_with_one_pair() {
-    let mut rig = Rig::new(100 * MSS);
+    let mut rig = two_hosts(100 * MSS);
     let mut tx = PacketPairSender::new(
         PacketPairConfig::default(),
         ends(),
@@ -290,7 +199,7 @@ fn a_timeout_goes_back_and_starts_again_with_one_pair() {
 
 #[test]
 fn a_one_packet_flow_sends_one_packet_outside_any_pair() {
-    let mut rig = Rig::new(100);
+    let mut rig = two_hosts(100);
     let mut tx = PacketPairSender::new(PacketPairConfig::default(), ends(), 5, Some(100), RATE);
     tx.on_start(&mut rig.ctx(SENDER));
     rig.run(&mut tx, SENDER, 100 * US);
@@ -301,7 +210,7 @@ fn a_one_packet_flow_sends_one_packet_outside_any_pair() {
 
 #[test]
 fn a_large_bpr_spaces_the_first_pair() {
-    let mut rig = Rig::new(100 * MSS);
+    let mut rig = two_hosts(100 * MSS);
     let cfg = PacketPairConfig {
         bytes_per_round: 6000,
         ..PacketPairConfig::default()
@@ -336,7 +245,7 @@ fn data(seq: u64, tag: u64, ce: bool) -> Packet {
 
 #[test]
 fn the_receiver_returns_the_pair_gap_on_the_second_packets_ack() {
-    let mut rig = Rig::new(4 * MSS);
+    let mut rig = two_hosts(4 * MSS);
     let mut rx = PacketPairReceiver::new(
         PacketPairConfig::default(),
         ends().reversed(),

@@ -4,20 +4,13 @@
 
 use super::dcqcn::{DcqcnParams, Profile};
 use super::{Recovery, RoceConfig, RoceReceiver, RoceSender};
-use crate::engine::{Event, SimRng};
-use crate::flow::{FlowRecord, FlowSpec, Protocol};
-use crate::ids::EndpointId;
+use crate::flow::Protocol;
 use crate::net::packet::{flags, Packet, PacketKind};
-use crate::net::{LinkSpec, NetworkBuilder};
-use crate::transport::{Ctx, Endpoint, Ends};
+use crate::transport::test_rig::{ends, Rig, RECEIVER, SENDER};
+use crate::transport::Endpoint;
 use crate::units::{serialisation_time, Time, US};
-use crate::world::World;
-use rand::SeedableRng;
 
 const RATE: u64 = 40_000_000_000;
-/// Host 1 sends to host 0: the sender is endpoint 0, the receiver endpoint 1.
-const SENDER: EndpointId = 0;
-const RECEIVER: EndpointId = 1;
 
 fn cfg() -> RoceConfig {
     RoceConfig {
@@ -36,104 +29,9 @@ fn cfg() -> RoceConfig {
     }
 }
 
-fn ends() -> Ends {
-    Ends {
-        flow: 0,
-        host: 1,
-        me: SENDER,
-        peer_host: 0,
-        peer: RECEIVER,
-    }
-}
-
-struct Rig {
-    world: World,
-    now: Time,
-    /// What the endpoint under test sent, with when it reached the switch.
-    out: Vec<(Time, Packet)>,
-}
-
-impl Rig {
-    fn new(size: u64) -> Rig {
-        let mut b = NetworkBuilder::for_tests(2);
-        let link = LinkSpec {
-            rate_bps: RATE,
-            latency: US,
-        };
-        // One switch, as `single_switch` builds it.
-        let sw = b.switch(0, 2, 1, 0, 1);
-        for h in 0..2 {
-            b.link(h, b.down_port(sw, h), link, "host_up", "switch_down");
-        }
-        let net = b.finish(2);
-        let mut world = World::new(net, SimRng::seed_from_u64(1), 1);
-        let spec = FlowSpec {
-            src: 1,
-            dst: 0,
-            size: Some(size),
-            start: 0,
-            protocol: Protocol::Roce,
-            origin: 0,
-            legacy: false,
-        };
-        world.flows.push(FlowRecord::new(spec, SENDER, RECEIVER));
-        world.timers.grow(2);
-        Rig {
-            world,
-            now: 0,
-            out: Vec::new(),
-        }
-    }
-
-    fn ctx(&mut self, me: EndpointId) -> Ctx<'_> {
-        Ctx {
-            now: self.now,
-            me,
-            world: &mut self.world,
-        }
-    }
-
-    /// Hands `pkt` to the endpoint under test (`me`) at the rig's time.
-    fn deliver(&mut self, ep: &mut dyn Endpoint, me: EndpointId, pkt: Packet) {
-        let id = self.world.pkts.alloc(pkt);
-        ep.on_packet(&mut self.ctx(me), id);
-    }
-
-    /// Runs the network and `ep`'s timer until `end`, collecting what reaches the
-    /// switch; the clock stops at `end`. (A marker event stops it: the calendar
-    /// queue must not be popped past the time the test goes on from.)
-    fn run(&mut self, ep: &mut dyn Endpoint, me: EndpointId, end: Time) {
-        self.world
-            .events
-            .push(end, Event::Sample { series: u8::MAX });
-        while let Some((t, e)) = self.world.events.pop() {
-            self.now = t;
-            match e {
-                Event::Arrive { pkt, .. } => {
-                    self.out.push((t, *self.world.pkts.get(pkt)));
-                    self.world.pkts.free(pkt);
-                }
-                Event::TxDone { port } => self.world.tx_done(t, port),
-                Event::Timer { endpoint } => {
-                    if self.world.timers.fire(endpoint, t, &mut self.world.events) {
-                        ep.on_timer(&mut self.ctx(me));
-                    }
-                }
-                Event::Sample { .. } => break,
-                _ => unreachable!("the rig makes no other events"),
-            }
-        }
-        self.now = end;
-    }
-
-    /// The packets of `kind` collected so far, taken out.
-    fn take(&mut self, kind: PacketKind) -> Vec<(Time, Packet)> {
-        let (mine, rest) = std::mem::take(&mut self.out)
-            .into_iter()
-            .partition(|(_, p)| p.kind == kind);
-        self.out = rest;
-        mine
-    }
+/// The rig with this file's links and a flow of `size` bytes.
+fn two_hosts(size: u64) -> Rig {
+    Rig::new(RATE, Protocol::Roce, size)
 }
 
 /// A data packet of PSN `psn` for the receiver, `payload` bytes long.
@@ -168,7 +66,7 @@ fn acks(sent: &[(Time, Packet)]) -> Vec<u64> {
 
 #[test]
 fn receiver_coalesces_acks_and_always_acks_a_message_end() {
-    let mut rig = Rig::new(10 * 1000);
+    let mut rig = two_hosts(10 * 1000);
     let cfg = RoceConfig {
         ack_every: 4,
         message_size: Some(5000),
@@ -179,7 +77,7 @@ fn receiver_coalesces_acks_and_always_acks_a_message_end() {
         rig.deliver(&mut rx, RECEIVER, data(psn, 1000, false));
     }
     rig.run(&mut rx, RECEIVER, 100 * US);
-    let sent = rig.take(PacketKind::Ack);
+    let sent = rig.take_of(PacketKind::Ack);
     // The 4th packet, the 5th (a message's last), then 4 more, then the flow's last.
     assert_eq!(acks(&sent), vec![4, 5, 9, 10]);
     assert!(sent
@@ -193,7 +91,7 @@ fn receiver_coalesces_acks_and_always_acks_a_message_end() {
 
 #[test]
 fn receiver_naks_a_gap_once_per_interval_and_reacks_duplicates() {
-    let mut rig = Rig::new(10 * 1000);
+    let mut rig = two_hosts(10 * 1000);
     let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(10_000), None);
     rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
     // PSN 1 is lost: 2 and 3 are dropped, and only the first gap is NAKed.
@@ -205,7 +103,7 @@ fn receiver_naks_a_gap_once_per_interval_and_reacks_duplicates() {
     // The interval is over: the same gap is NAKed again.
     rig.deliver(&mut rx, RECEIVER, data(5, 1000, false));
     rig.run(&mut rx, RECEIVER, 600 * US);
-    let naks = rig.take(PacketKind::Nack);
+    let naks = rig.take_of(PacketKind::Nack);
     assert_eq!(acks(&naks), vec![1, 1]);
     assert!(naks[1].0 >= 500 * US);
     assert_eq!(
@@ -215,7 +113,7 @@ fn receiver_naks_a_gap_once_per_interval_and_reacks_duplicates() {
     rig.deliver(&mut rx, RECEIVER, data(1, 1000, false));
     rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
     rig.run(&mut rx, RECEIVER, 700 * US);
-    assert_eq!(acks(&rig.take(PacketKind::Ack)), vec![1, 2, 2]);
+    assert_eq!(acks(&rig.take_of(PacketKind::Ack)), vec![1, 2, 2]);
     let c = rig.world.roce;
     assert_eq!((c.out_of_order, c.naks, c.naks_suppressed), (4, 2, 2));
     assert_eq!(c.duplicates, 1);
@@ -223,7 +121,7 @@ fn receiver_naks_a_gap_once_per_interval_and_reacks_duplicates() {
 
 #[test]
 fn receiver_np_sends_at_most_one_cnp_per_interval() {
-    let mut rig = Rig::new(1000 * 1000);
+    let mut rig = two_hosts(1000 * 1000);
     let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(1_000_000), Some(50 * US));
     // A marked packet every 10 µs for 300 µs.
     for i in 0..30 {
@@ -231,7 +129,7 @@ fn receiver_np_sends_at_most_one_cnp_per_interval() {
         rig.deliver(&mut rx, RECEIVER, data(i, 1000, true));
     }
     rig.run(&mut rx, RECEIVER, 400 * US);
-    let cnps = rig.take(PacketKind::Cnp);
+    let cnps = rig.take_of(PacketKind::Cnp);
     let times: Vec<Time> = cnps.iter().map(|(t, _)| *t).collect();
     // One at once, then one at the end of each 50 µs interval holding a mark; the
     // last mark (290 µs) is answered when its interval ends at 300 µs.
@@ -239,16 +137,16 @@ fn receiver_np_sends_at_most_one_cnp_per_interval() {
     assert!(times.windows(2).all(|w| w[1] - w[0] >= 50 * US));
     assert_eq!(rig.world.roce.cnps_sent, 7);
     // Unmarked packets make none.
-    let mut rig = Rig::new(1000 * 1000);
+    let mut rig = two_hosts(1000 * 1000);
     let mut rx = RoceReceiver::new(cfg(), ends().reversed(), 0, Some(1_000_000), Some(50 * US));
     rig.deliver(&mut rx, RECEIVER, data(0, 1000, false));
     rig.run(&mut rx, RECEIVER, 400 * US);
-    assert!(rig.take(PacketKind::Cnp).is_empty());
+    assert!(rig.take_of(PacketKind::Cnp).is_empty());
 }
 
 /// The PSNs of the data packets collected so far, taken out.
 fn psns(rig: &mut Rig) -> Vec<u64> {
-    rig.take(PacketKind::Data)
+    rig.take_of(PacketKind::Data)
         .iter()
         .map(|(_, p)| p.seq)
         .collect()
@@ -256,17 +154,17 @@ fn psns(rig: &mut Rig) -> Vec<u64> {
 
 #[test]
 fn sender_paces_at_line_rate_and_holds_the_nic_queue_at_its_limit() {
-    let mut rig = Rig::new(20 * 1000);
+    let mut rig = two_hosts(20 * 1000);
     let mut tx = RoceSender::new(cfg(), ends(), 0, Some(20_000), None);
     tx.on_start(&mut rig.ctx(SENDER));
     rig.run(&mut tx, SENDER, 100 * US);
-    let sent = rig.take(PacketKind::Data);
+    let sent = rig.take_of(PacketKind::Data);
     assert_eq!(sent.len(), 20);
     let gap = serialisation_time(1064, RATE);
     assert!(sent.windows(2).all(|w| w[1].0 - w[0].0 == gap));
     assert!(sent.iter().all(|(_, p)| !p.has(flags::ECT)));
     // Another sender on the host fills the NIC queue: this one waits for it.
-    let mut rig = Rig::new(20 * 1000);
+    let mut rig = two_hosts(20 * 1000);
     let busy = Packet {
         size: 9000,
         ..ends().packet()
@@ -276,7 +174,7 @@ fn sender_paces_at_line_rate_and_holds_the_nic_queue_at_its_limit() {
     let mut tx = RoceSender::new(cfg(), ends(), 0, Some(20_000), None);
     tx.on_start(&mut rig.ctx(SENDER));
     rig.run(&mut tx, SENDER, 100 * US);
-    let first = rig.take(PacketKind::Data)[2].0;
+    let first = rig.take_of(PacketKind::Data)[2].0;
     assert!(first >= 2 * serialisation_time(9000, RATE));
     assert!(rig.world.roce.nic_waits >= 1);
 }
@@ -289,7 +187,7 @@ fn sender_goes_back_n_or_to_the_message_start_on_a_nak() {
             message_size: Some(5000),
             ..cfg()
         };
-        let mut rig = Rig::new(20 * 1000);
+        let mut rig = two_hosts(20 * 1000);
         let mut tx = RoceSender::new(cfg, ends(), 0, Some(20_000), None);
         tx.on_start(&mut rig.ctx(SENDER));
         rig.run(&mut tx, SENDER, 5 * US);
@@ -312,7 +210,7 @@ fn sender_goes_back_n_or_to_the_message_start_on_a_nak() {
 
 #[test]
 fn sender_times_out_without_ack_progress_and_backs_off() {
-    let mut rig = Rig::new(3 * 1000);
+    let mut rig = two_hosts(3 * 1000);
     let mut tx = RoceSender::new(cfg(), ends(), 0, Some(3000), None);
     tx.on_start(&mut rig.ctx(SENDER));
     rig.run(&mut tx, SENDER, 10 * US);
@@ -321,7 +219,7 @@ fn sender_times_out_without_ack_progress_and_backs_off() {
     rig.deliver(&mut tx, SENDER, control(PacketKind::Ack, 1));
     let acked = rig.now;
     rig.run(&mut tx, SENDER, 20_000 * US);
-    let resends = rig.take(PacketKind::Data);
+    let resends = rig.take_of(PacketKind::Data);
     let starts: Vec<Time> = resends
         .iter()
         .filter(|(_, p)| p.seq == 1)
@@ -341,7 +239,7 @@ fn sender_times_out_without_ack_progress_and_backs_off() {
     rig.deliver(&mut tx, SENDER, control(PacketKind::Ack, 2));
     let acked = rig.now;
     rig.run(&mut tx, SENDER, 40_000 * US);
-    let next = rig.take(PacketKind::Data);
+    let next = rig.take_of(PacketKind::Data);
     assert_eq!(next[0].1.seq, 2);
     assert_eq!((next[0].0 - acked) / (1000 * US), 1);
 }
@@ -349,17 +247,17 @@ fn sender_times_out_without_ack_progress_and_backs_off() {
 #[test]
 fn sender_with_dcqcn_marks_ect_and_slows_down_on_a_cnp() {
     let dcqcn = DcqcnParams::profile(Profile::Paper, RATE);
-    let mut rig = Rig::new(1000 * 1000);
+    let mut rig = two_hosts(1000 * 1000);
     let mut tx = RoceSender::new(cfg(), ends(), 0, Some(1_000_000), Some(dcqcn));
     tx.on_start(&mut rig.ctx(SENDER));
     rig.run(&mut tx, SENDER, 5 * US);
-    let before = rig.take(PacketKind::Data);
+    let before = rig.take_of(PacketKind::Data);
     assert!(before.iter().all(|(_, p)| p.has(flags::ECT)));
     let cut = rig.now;
     rig.deliver(&mut tx, SENDER, control(PacketKind::Cnp, 0));
     rig.run(&mut tx, SENDER, 10 * US);
     let after: Vec<Time> = rig
-        .take(PacketKind::Data)
+        .take_of(PacketKind::Data)
         .iter()
         .map(|(_, p)| p.timestamp)
         .filter(|&t| t >= cut)
@@ -385,7 +283,7 @@ use crate::units::MS;
 
 /// A rig whose world runs DASR.
 fn dasr_rig(size: u64) -> Rig {
-    let mut rig = Rig::new(size);
+    let mut rig = two_hosts(size);
     rig.world.dasr = Some(Box::new(Dasr::new(2, MS)));
     rig
 }
@@ -497,7 +395,7 @@ fn receiver_counts_a_flow_back_after_its_host_timed_out() {
 /// The gaps between the data packets the rig collected from `from` on.
 fn gaps_from(rig: &mut Rig, from: Time) -> Vec<Time> {
     let t: Vec<Time> = rig
-        .take(PacketKind::Data)
+        .take_of(PacketKind::Data)
         .iter()
         .map(|(_, p)| p.timestamp)
         .filter(|&t| t >= from)
