@@ -222,8 +222,14 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
     };
     // AFQ's sketches (u64 counters) and FIFOs, SFQ's buckets: fixed per port.
     let state = |q: &QueueSpec| q.fixed_state_bytes() as f64;
-    let switch_state =
-        state(&sc.switch.queue).max(sc.switch.edge_queue.as_ref().map_or(0.0, state));
+    // An upper bound: every switch port at the largest of the disciplines it may have.
+    let switch_state = sc
+        .switch
+        .tier_queue
+        .values()
+        .chain(&sc.switch.edge_queue)
+        .map(state)
+        .fold(state(&sc.switch.queue), f64::max);
     let queue_states = hosts * state(&sc.host.queue) + (ports - hosts) * switch_state;
     let parts = [
         ("the process", BASE),

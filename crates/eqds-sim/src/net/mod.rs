@@ -207,6 +207,8 @@ pub struct NetworkBuilder {
     switch_queue: QueueSpec,
     /// Queue of switch ports whose link goes to a host, if not `switch_queue`.
     edge_queue: Option<QueueSpec>,
+    /// Queue of the switch ports of a tier, if not `edge_queue` or `switch_queue`.
+    tier_queues: Vec<(String, QueueSpec)>,
     /// Forwarding latency added to links that end at a switch.
     switch_latency: crate::units::Time,
     next_salt: Box<dyn FnMut() -> u32>,
@@ -245,6 +247,7 @@ impl NetworkBuilder {
             host_queue,
             switch_queue,
             edge_queue: None,
+            tier_queues: Vec::new(),
             switch_latency,
             next_salt,
             host_links: Vec::new(),
@@ -387,6 +390,13 @@ impl NetworkBuilder {
         self
     }
 
+    /// Gives the switch ports of each named tier the discipline given for it
+    /// (`[switch] tier_queue`), over `edge_queue` and the switches' own.
+    pub fn with_tier_queues(mut self, queues: Vec<(String, QueueSpec)>) -> Self {
+        self.tier_queues = queues;
+        self
+    }
+
     /// Gives hosts links of their own (`overrides[h]`), whatever the topology
     /// builder asks for theirs.
     pub fn with_host_links(mut self, overrides: Vec<Option<HostLinkOverride>>) -> Self {
@@ -412,12 +422,23 @@ impl NetworkBuilder {
             (Node::Host(h), _) | (_, Node::Host(h)) => Some(h),
             _ => None,
         };
-        if let Some(edge) = self.edge_queue.clone() {
-            for (port, owner, peer) in [(a, owner_a, owner_b), (b, owner_b, owner_a)] {
-                if matches!((owner, peer), (Node::Switch(_), Node::Host(_))) {
-                    let q = edge.build_seeded(self.port_seed(port));
-                    self.set_queue(port, q);
-                }
+        // The port's own discipline if its tier or its place (facing a host) has one;
+        // the switches' default was installed when the port was made.
+        for (port, owner, peer, tier) in [
+            (a, owner_a, owner_b, tier_ab),
+            (b, owner_b, owner_a, tier_ba),
+        ] {
+            if !matches!(owner, Node::Switch(_)) {
+                continue;
+            }
+            let spec = match self.tier_queues.iter().find(|(t, _)| t == tier) {
+                Some((_, q)) => Some(q),
+                None if matches!(peer, Node::Host(_)) => self.edge_queue.as_ref(),
+                None => None,
+            };
+            if let Some(spec) = spec {
+                let q = spec.build_seeded(self.port_seed(port));
+                self.set_queue(port, q);
             }
         }
         if let Some(&Some(o)) = host.and_then(|h| self.host_links.get(h as usize)) {

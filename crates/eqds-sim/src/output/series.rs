@@ -5,19 +5,37 @@
 //! flow that delivered bytes during the interval ending at `time_ps`.
 //! `rates.csv`: `time_ps,flow,rate_bps`, a line each time a RoCE sender's pacing
 //! rate changes (written at the end, from the run's log).
+//! `queue_flows.csv` (with `queue_series.flows`): `tier,packets,count`: over every
+//! sample and selected port of the tier, how many times a flow held exactly
+//! `packets` packets in the port's queue (flows holding none are not counted).
 
 use crate::flow::FlowRecord;
-use crate::ids::PortId;
+use crate::ids::{IdHasher, PortId};
+use crate::net::packet::PacketSlab;
+use crate::net::queue::flow_key;
 use crate::net::Network;
 use crate::scenario::QueueSeriesSpec;
 use crate::units::{Time, SEC};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
+use std::hash::BuildHasherDefault;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct QueueSeries {
     out: BufWriter<File>,
     ports: Vec<PortId>,
+    /// With `flows`: the per-flow occupancy counts and where they go.
+    flows: Option<FlowOccupancy>,
+}
+
+/// Packets per flow in the sampled queues, summed over the samples.
+struct FlowOccupancy {
+    path: PathBuf,
+    /// Scratch: one port's packets per flow key.
+    held: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    /// (tier, packets a flow held) → times seen.
+    counts: BTreeMap<(u8, u32), u64>,
 }
 
 impl QueueSeries {
@@ -33,20 +51,47 @@ impl QueueSeries {
             .collect();
         let mut out = BufWriter::new(File::create(dir.join("queues.csv"))?);
         writeln!(out, "time_ps,port,tier,backlog_bytes,backlog_packets")?;
-        Ok(QueueSeries { out, ports })
+        let flows = spec.flows.then(|| FlowOccupancy {
+            path: dir.join("queue_flows.csv"),
+            held: HashMap::default(),
+            counts: BTreeMap::new(),
+        });
+        Ok(QueueSeries { out, ports, flows })
     }
 
-    pub fn sample(&mut self, now: Time, net: &Network) -> std::io::Result<()> {
+    pub fn sample(&mut self, now: Time, net: &Network, pkts: &PacketSlab) -> std::io::Result<()> {
         for &p in &self.ports {
-            let tier = net.tier_names[net.ports[p as usize].tier as usize];
+            let tier = net.ports[p as usize].tier;
             let queue = &net.queues[p as usize];
             let (b, n) = (queue.backlog_bytes(), queue.backlog_packets());
-            writeln!(self.out, "{now},{p},{tier},{b},{n}")?;
+            let name = net.tier_names[tier as usize];
+            writeln!(self.out, "{now},{p},{name},{b},{n}")?;
+            if let Some(occ) = &mut self.flows {
+                if n > 0 {
+                    occ.held.clear();
+                    queue.for_each_queued(&mut |pkt| {
+                        *occ.held.entry(flow_key(pkts.get(pkt))).or_insert(0) += 1;
+                    });
+                    for &held in occ.held.values() {
+                        *occ.counts.entry((tier, held)).or_insert(0) += 1;
+                    }
+                }
+            }
         }
         Ok(())
     }
 
-    pub fn finish(&mut self) -> std::io::Result<()> {
+    /// Flushes `queues.csv` and writes `queue_flows.csv`; `tier_names` names the
+    /// tiers.
+    pub fn finish(&mut self, tier_names: &[&str]) -> std::io::Result<()> {
+        if let Some(occ) = &self.flows {
+            let mut out = BufWriter::new(File::create(&occ.path)?);
+            writeln!(out, "tier,packets,count")?;
+            for (&(tier, packets), count) in &occ.counts {
+                writeln!(out, "{},{packets},{count}", tier_names[tier as usize])?;
+            }
+            out.flush()?;
+        }
         self.out.flush()
     }
 }

@@ -26,6 +26,13 @@ pub fn retag_scenario(doc: &mut Table) -> Result<(), String> {
             }
         }
     }
+    if let Some(Value::Table(sw)) = doc.get_mut("switch") {
+        if let Some(Value::Table(tiers)) = sw.get_mut("tier_queue") {
+            for (tier, q) in tiers.iter_mut() {
+                retag_queue(q, &format!("switch.tier_queue.{tier}"))?;
+            }
+        }
+    }
     if let Some(Value::Table(e)) = doc.get_mut("eqds") {
         split_shared_eqds_keys(e)?;
     }

@@ -35,6 +35,12 @@ pub fn build_network(scenario: &Scenario, rng: &mut SimRng) -> Network {
         )
         .with_host_links(scenario.host.link_overrides(n_hosts))
         .with_edge_queue(sw.edge_queue.clone())
+        .with_tier_queues(
+            sw.tier_queue
+                .iter()
+                .map(|(t, q)| (t.clone(), q.clone()))
+                .collect(),
+        )
         .with_queue_seed(scenario.seed)
     })
 }

@@ -153,7 +153,7 @@ impl Simulation {
             }
         }
         self.now = end_time;
-        self.sampler.finish()?;
+        self.sampler.finish(&self.world.net.tier_names)?;
         Ok(RunStats {
             end_time,
             reason,

@@ -66,7 +66,7 @@ impl Sampler {
         match series {
             QUEUE_SERIES => {
                 if let Some((interval, s)) = &mut self.queue {
-                    s.sample(now, &world.net)?;
+                    s.sample(now, &world.net, &world.pkts)?;
                     world.events.push(now + *interval, Event::Sample { series });
                 }
             }
@@ -81,9 +81,9 @@ impl Sampler {
     }
 
     /// The run is over: flushes every series.
-    pub(super) fn finish(&mut self) -> Result<(), String> {
+    pub(super) fn finish(&mut self, tier_names: &[&str]) -> Result<(), String> {
         if let Some((_, s)) = &mut self.queue {
-            s.finish().map_err(|e| e.to_string())?;
+            s.finish(tier_names).map_err(|e| e.to_string())?;
         }
         if let Some((_, s)) = &mut self.flow {
             s.finish().map_err(|e| e.to_string())?;

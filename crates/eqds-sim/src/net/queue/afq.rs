@@ -632,6 +632,10 @@ impl QueueDiscipline for Afq {
         Verdict::Queued
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.queues.iter().flatten().for_each(|e| f(e.pkt));
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.dequeue_at(self.clock)
     }

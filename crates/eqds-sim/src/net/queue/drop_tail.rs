@@ -27,6 +27,10 @@ impl QueueDiscipline for DropTail {
         Verdict::Queued
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.fifo.for_each(f);
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.fifo.pop()
     }

@@ -158,6 +158,11 @@ impl Drr {
         None
     }
 
+    /// Calls `f` with every packet of every FIFO.
+    pub(super) fn for_each(&self, f: &mut dyn FnMut(PacketId)) {
+        self.lanes.iter().for_each(|l| l.fifo.for_each(f));
+    }
+
     pub(super) fn backlog_bytes(&self) -> u64 {
         self.bytes
     }

@@ -46,6 +46,10 @@ impl QueueDiscipline for FairQueue {
         self.drr.enqueue(q, pkt, size, ctx)
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.drr.for_each(f);
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.drr.dequeue()
     }

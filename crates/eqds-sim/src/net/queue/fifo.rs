@@ -47,6 +47,11 @@ impl Fifo {
         self.items.front().map(|&(_, size)| size)
     }
 
+    /// Calls `f` with every packet, oldest first.
+    pub fn for_each(&self, f: &mut dyn FnMut(PacketId)) {
+        self.items.iter().for_each(|&(pkt, _)| f(pkt));
+    }
+
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

@@ -168,6 +168,10 @@ impl QueueDiscipline for IdealFq {
         Verdict::Queued
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.queued.values().for_each(|q| f(q.pkt));
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         let (_, q) = self.queued.pop_first()?;
         self.packets -= 1;

@@ -105,6 +105,10 @@ pub trait QueueDiscipline {
     fn enqueue(&mut self, pkt: PacketId, ctx: &mut QueueCtx) -> Verdict;
     /// Takes the next packet to transmit, with its size in bytes.
     fn dequeue(&mut self) -> Option<(PacketId, u32)>;
+    /// Calls `f` with every packet the discipline holds, in no particular order:
+    /// snapshots of who holds the buffer (`queue_series.flows`, the AFQ paper's
+    /// packets per flow in a queue, Figure 10c).
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId));
     /// [`QueueDiscipline::dequeue`] at time `now`, for disciplines whose service
     /// order depends on the clock (AFQ's two-group scheduler swaps its groups every
     /// tau); the port calls this one. The default ignores the time.

@@ -41,6 +41,10 @@ impl QueueDiscipline for RandomLoss {
         self.inner.enqueue(pkt, ctx)
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.inner.for_each_queued(f);
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.inner.dequeue()
     }

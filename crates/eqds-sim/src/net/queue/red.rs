@@ -109,6 +109,10 @@ impl QueueDiscipline for Red {
         }
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.tail.for_each_queued(f);
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.tail.dequeue()
     }

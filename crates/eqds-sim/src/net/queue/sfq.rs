@@ -67,6 +67,10 @@ impl QueueDiscipline for Sfq {
         self.drr.enqueue(b, pkt, size, ctx)
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.drr.for_each(f);
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.drr.dequeue()
     }

@@ -27,6 +27,10 @@ impl QueueDiscipline for StrictPriority {
         self.classes[class].enqueue(pkt, ctx)
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.classes.iter().for_each(|c| c.for_each_queued(f));
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         self.classes.iter_mut().find_map(|c| c.dequeue())
     }

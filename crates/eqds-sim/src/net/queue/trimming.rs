@@ -98,6 +98,10 @@ impl QueueDiscipline for Trimming {
         }
     }
 
+    fn for_each_queued(&self, f: &mut dyn FnMut(PacketId)) {
+        self.queues.iter().for_each(|q| q.for_each(f));
+    }
+
     fn dequeue(&mut self) -> Option<(PacketId, u32)> {
         match (
             self.queues[HEADERS].is_empty(),

@@ -186,6 +186,22 @@ impl TopologySpec {
         }
     }
 
+    /// Tiers of the switch ports this topology builds (the names `ports.csv` gives
+    /// them), in the order of the table in `docs/scenarios.md`.
+    pub fn switch_tiers(&self) -> &'static [&'static str] {
+        match self {
+            TopologySpec::FatTree { .. } => {
+                &["tor_down", "tor_up", "agg_down", "agg_up", "core_down"]
+            }
+            TopologySpec::LeafSpine { .. } => &["leaf_down", "leaf_up", "spine_down"],
+            TopologySpec::Clos3 { .. } => {
+                &["tor_down", "tor_up", "leaf_down", "leaf_up", "spine_down"]
+            }
+            TopologySpec::SingleSwitch { .. } => &["switch_down"],
+            TopologySpec::Dumbbell { .. } => &["switch_down", "bottleneck_lr", "bottleneck_rl"],
+        }
+    }
+
     /// Links on the longest path from one host to another.
     pub fn max_hops(&self) -> u32 {
         match self {
