@@ -109,6 +109,11 @@ pub enum WorkloadSpec {
         pareto: Option<ParetoSpec>,
         #[serde(default)]
         start: Duration,
+        /// Only these hosts send (all by default).
+        sender_hosts: Option<HostList>,
+        /// Only these hosts receive (all by default): with `sender_hosts`, traffic in
+        /// one direction, as from the AFQ testbed's servers to its clients (§6.1).
+        receiver_hosts: Option<HostList>,
         protocol: Option<Protocol>,
     },
     /// An htsim connection-matrix file (`Nodes N`, `Connections C`, `a->b ...` lines).
@@ -233,6 +238,41 @@ fn check_host(field: &str, h: u32, n_hosts: u32) -> Result<(), String> {
     } else {
         Ok(())
     }
+}
+
+/// A Poisson workload's `sender_hosts` and `receiver_hosts` (either may be absent: all
+/// hosts): each non-empty, hosts that exist, none listed twice, and a receiver other
+/// than itself for every sender.
+fn check_pairs(
+    senders: Option<&[u32]>,
+    receivers: Option<&[u32]>,
+    n_hosts: u32,
+) -> Result<(), String> {
+    for (name, list) in [("sender_hosts", senders), ("receiver_hosts", receivers)] {
+        let Some(list) = list else { continue };
+        if list.is_empty() {
+            return Err(format!(
+                "{name}: must not be empty (leave it out for every host)"
+            ));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(list.len());
+        for (i, &h) in list.iter().enumerate() {
+            check_host(&format!("{name}[{i}]"), h, n_hosts)?;
+            if !seen.insert(h) {
+                return Err(format!("{name}[{i}]: host {h} is listed twice"));
+            }
+        }
+    }
+    // Only a lone receiver can leave a sender without a peer: the sender itself.
+    if let Some(&[r]) = receivers {
+        if senders.is_none_or(|s| s.contains(&r)) {
+            return Err(format!(
+                "receiver_hosts: host {r} is the only receiver and also a sender, so it would \
+                 have no one to send to (leave it out of sender_hosts)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_size(size: Option<Bytes>) -> Result<(), String> {
@@ -384,11 +424,17 @@ impl WorkloadSpec {
                 Ok(())
             }
             WorkloadSpec::Poisson {
-                load, cdf, pareto, ..
+                load,
+                cdf,
+                pareto,
+                sender_hosts,
+                receiver_hosts,
+                ..
             } => {
                 if !(*load > 0.0 && *load <= 1.0) {
                     return Err(format!("load: must be within (0, 1], got {load}"));
                 }
+                check_pairs(sender_hosts.as_deref(), receiver_hosts.as_deref(), n_hosts)?;
                 match (cdf, pareto) {
                     (Some(_), Some(_)) => {
                         Err("pareto: give `cdf` or `pareto` for the sizes, not both".into())
@@ -590,6 +636,8 @@ impl WorkloadSpec {
                 cdf,
                 pareto,
                 start,
+                sender_hosts,
+                receiver_hosts,
                 protocol,
             } => {
                 let cdf = poisson_sizes(cdf.as_deref(), *pareto, ctx.base_dir)?;
@@ -604,6 +652,8 @@ impl WorkloadSpec {
                     start.0,
                     stop,
                     proto(protocol),
+                    sender_hosts.as_deref(),
+                    receiver_hosts.as_deref(),
                 ))
             }
             WorkloadSpec::Htsim { file, protocol } => match ctx.matrix {

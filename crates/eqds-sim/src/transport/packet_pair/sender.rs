@@ -307,6 +307,13 @@ impl PacketPairSender {
         if self.phase != Phase::Paced && self.ctl.rate_bps().is_some() {
             self.phase = Phase::Paced;
             self.next_pair_at = self.next_pair_at.max(now);
+        } else if self.phase == Phase::Startup(true) && self.snd_una == self.snd_nxt {
+            // Everything sent is acknowledged and no gap came: after a timeout the
+            // original packets, delivered late, acknowledged the resent pair's bytes
+            // too. Its own ACKs would bring the gap, but if the pair was dropped
+            // nothing is in flight and no timer runs: send another pair, as at the
+            // start (waiting here left the flow stuck for good).
+            self.phase = Phase::Startup(false);
         }
         self.push(ctx);
     }

@@ -81,6 +81,36 @@ fn a_flow_starts_with_one_pair_at_line_rate_and_waits() {
 }
 
 #[test]
+fn a_pair_acknowledged_without_a_gap_is_followed_by_another() {
+    // One cumulative ACK covers the pair without a gap (as when the original packets,
+    // queued past a timeout, arrive after the resent pair left and the pair is then
+    // dropped): nothing is in flight, so waiting for the pair's gap would wait for
+    // ever with no timer running.
+    let mut rig = two_hosts(100 * MSS);
+    let mut tx = PacketPairSender::new(
+        PacketPairConfig::default(),
+        ends(),
+        5,
+        Some(100 * MSS),
+        RATE,
+    );
+    tx.on_start(&mut rig.ctx(SENDER));
+    rig.run(&mut tx, SENDER, 10 * US);
+    let first = rig.take();
+    assert_eq!(first.len(), 2);
+    rig.deliver(&mut tx, SENDER, ack_for(&first[1].1, 2 * MSS, 0));
+    // Before the retransmission timer (200 us after the ACK's 10 us sample) could.
+    rig.run(&mut tx, SENDER, 150 * US);
+    let next = rig.take();
+    assert_eq!(
+        next.iter().map(|p| p.1.seq).collect::<Vec<_>>(),
+        vec![2 * MSS, 3 * MSS],
+        "another pair at once, and only that"
+    );
+    assert_eq!(next[0].1.ack >> 1, next[1].1.ack >> 1);
+}
+
+#[test]
 fn after_the_first_gap_pairs_are_paced_at_the_measured_share() {
     // A 5 Gbps share: three pairs fit under the cap (the next test).
     let (_, _, sent) = started(200 * MSS, 5e9, 60 * US);
