@@ -32,6 +32,15 @@ fn ack_for(d: &Packet, ack: u64, gap: Time) -> Packet {
     }
 }
 
+/// Two hosts and a sender of `size` bytes (the default configuration) that has just
+/// started.
+fn begun(size: u64) -> (Rig, PacketPairSender) {
+    let mut rig = two_hosts(size);
+    let mut tx = PacketPairSender::new(PacketPairConfig::default(), ends(), 5, Some(size), RATE);
+    tx.on_start(&mut rig.ctx(SENDER));
+    (rig, tx)
+}
+
 /// The gap of a full packet at `bps`.
 fn gap_at(bps: f64) -> Time {
     (f64::from(WIRE) * 8.0 * SEC as f64 / bps).round() as Time
@@ -41,9 +50,7 @@ fn gap_at(bps: f64) -> Time {
 /// 10 us, the second's ACK reporting a share of `share_bps`; returns what it sent
 /// after the ACKs until `until`.
 fn started(size: u64, share_bps: f64, until: Time) -> (Rig, PacketPairSender, Vec<(Time, Packet)>) {
-    let mut rig = two_hosts(size);
-    let mut tx = PacketPairSender::new(PacketPairConfig::default(), ends(), 5, Some(size), RATE);
-    tx.on_start(&mut rig.ctx(SENDER));
+    let (mut rig, mut tx) = begun(size);
     rig.run(&mut tx, SENDER, 10 * US);
     let first = rig.take();
     assert_eq!(first.len(), 2);
@@ -60,15 +67,7 @@ fn started(size: u64, share_bps: f64, until: Time) -> (Rig, PacketPairSender, Ve
 
 #[test]
 fn a_flow_starts_with_one_pair_at_line_rate_and_waits() {
-    let mut rig = two_hosts(100 * MSS);
-    let mut tx = PacketPairSender::new(
-        PacketPairConfig::default(),
-        ends(),
-        5,
-        Some(100 * MSS),
-        RATE,
-    );
-    tx.on_start(&mut rig.ctx(SENDER));
+    let (mut rig, mut tx) = begun(100 * MSS);
     rig.run(&mut tx, SENDER, 500 * US);
     let sent = rig.take();
     assert_eq!(sent.len(), 2, "one pair, then nothing until its ACKs");
@@ -86,15 +85,7 @@ fn a_pair_acknowledged_without_a_gap_is_followed_by_another() {
     // queued past a timeout, arrive after the resent pair left and the pair is then
     // dropped): nothing is in flight, so waiting for the pair's gap would wait for
     // ever with no timer running.
-    let mut rig = two_hosts(100 * MSS);
-    let mut tx = PacketPairSender::new(
-        PacketPairConfig::default(),
-        ends(),
-        5,
-        Some(100 * MSS),
-        RATE,
-    );
-    tx.on_start(&mut rig.ctx(SENDER));
+    let (mut rig, mut tx) = begun(100 * MSS);
     rig.run(&mut tx, SENDER, 10 * US);
     let first = rig.take();
     assert_eq!(first.len(), 2);
@@ -206,15 +197,7 @@ fn three_duplicate_acks_resend_the_first_hole() {
 
 #[test]
 fn a_timeout_goes_back_and_starts_again_with_one_pair() {
-    let mut rig = two_hosts(100 * MSS);
-    let mut tx = PacketPairSender::new(
-        PacketPairConfig::default(),
-        ends(),
-        5,
-        Some(100 * MSS),
-        RATE,
-    );
-    tx.on_start(&mut rig.ctx(SENDER));
+    let (mut rig, mut tx) = begun(100 * MSS);
     // Nothing comes back: the initial RTO (1 ms) resends the first pair, and the
     // doubled one (2 ms later) again.
     rig.run(&mut tx, SENDER, 3500 * US);
@@ -229,9 +212,7 @@ fn a_timeout_goes_back_and_starts_again_with_one_pair() {
 
 #[test]
 fn a_one_packet_flow_sends_one_packet_outside_any_pair() {
-    let mut rig = two_hosts(100);
-    let mut tx = PacketPairSender::new(PacketPairConfig::default(), ends(), 5, Some(100), RATE);
-    tx.on_start(&mut rig.ctx(SENDER));
+    let (mut rig, mut tx) = begun(100);
     rig.run(&mut tx, SENDER, 100 * US);
     let sent = rig.take();
     assert_eq!(sent.len(), 1);
