@@ -256,3 +256,40 @@ fn senders_waiting_their_turn_at_a_busy_receiver_do_not_take_it_for_lost_credit(
     assert_eq!(tunnels["credit_loss_rts"], 0, "{tunnels}");
     assert_eq!(tunnels["rto_expiries"], 0, "{tunnels}");
 }
+
+/// Two line-rate UDP senders into one receiver through a trimming switch: the
+/// trimmed headers that reach the receiver carry no payload, so the receiver gets
+/// no more than its link carried (the headers used to count their lost payload).
+#[test]
+fn udp_counts_no_payload_for_trimmed_headers() {
+    let text = r#"
+        [topology]
+        kind = "single_switch"
+        hosts = 3
+        link = { rate = "10Gbps", latency = "1us" }
+        [switch]
+        queue = { kind = "trimming", data_packets = 8 }
+        [transport]
+        protocol = "udp"
+        [workload]
+        kind = "incast"
+        sender_hosts = [1, 2]
+        size = "1MB"
+        [stop]
+        time = "1ms"
+    "#;
+    let (flows, stats, sim) = common::run(text);
+    let trims: u64 = sim.network().ports.iter().map(|p| p.stats.trims).sum();
+    assert!(trims > 100, "{trims} trims");
+    let received: u64 = flows.iter().map(|f| f.received).sum();
+    // The receiver's link carries at most 10 Gbps for the run's millisecond.
+    let carried = 10e9 / 8.0 * stats.end_time as f64 / 1e12;
+    assert!(
+        (received as f64) <= carried,
+        "{received} B received through a link that carries {carried} B"
+    );
+    assert!(
+        flows.iter().all(|f| f.end.is_none()),
+        "a flow that lost data completed"
+    );
+}

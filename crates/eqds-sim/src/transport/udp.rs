@@ -6,7 +6,7 @@
 //! own EQIF queue.
 
 use crate::ids::{FlowId, PacketId};
-use crate::net::packet::{Packet, PacketKind};
+use crate::net::packet::{flags, Packet, PacketKind};
 use crate::transport::{Ctx, Endpoint, Ends};
 use crate::units::{serialisation_time, Time};
 use rand::Rng;
@@ -110,7 +110,14 @@ impl Endpoint for UdpReceiver {
     fn on_start(&mut self, _ctx: &mut Ctx) {}
 
     fn on_packet(&mut self, ctx: &mut Ctx, pkt: PacketId) {
-        let bytes = u64::from(ctx.packet(pkt).payload);
+        // A header whose payload a switch trimmed away delivers nothing: UDP has no
+        // one to ask for the payload again, so it is lost like a dropped packet.
+        let p = ctx.packet(pkt);
+        let bytes = if p.has(flags::TRIMMED) {
+            0
+        } else {
+            u64::from(p.payload)
+        };
         ctx.free(pkt);
         let f = ctx.flow(self.flow);
         f.received += bytes;
