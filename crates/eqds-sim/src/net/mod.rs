@@ -9,6 +9,7 @@ pub mod queue;
 pub mod resequencer;
 pub mod switch;
 pub mod topology;
+pub mod trimming_hw;
 
 use crate::ids::{HostId, Node, PacketId, PortId, SwitchId};
 use port::{Port, PortCtx};

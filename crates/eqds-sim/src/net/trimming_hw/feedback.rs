@@ -1,0 +1,1 @@
+//! The feedback loop: PESSIMISTIC / HALF / OPTIMISTIC per (pipeline, port) (§4).
