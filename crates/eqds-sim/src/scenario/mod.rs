@@ -10,6 +10,7 @@ mod overrides;
 mod pfc;
 mod retag;
 mod transport;
+mod trimming_hw;
 
 pub use eqds::{EqdsSpec, EqifKind, EqifSpec, FeedbackKind, RdmaEqif, MAX_EQIFS, SHARED_KEYS};
 pub use iofd::IofdSpec;
@@ -19,6 +20,7 @@ pub use transport::{
     Coupling, DcqcnProfile, DcqcnSpec, RoceOpcode, RoceRecovery, RoceSpec, TransportSpec,
     ROCE_RETH_BYTES,
 };
+pub use trimming_hw::{parse_model, PipelinesSpec, DEFAULT_TRIM_COUNT};
 
 use crate::net::queue::QueueSpec;
 use crate::net::switch::LoadBalancing;
@@ -98,6 +100,14 @@ pub struct SwitchSpec {
     /// packets at 10 Gbps and 80 at 40 Gbps).
     #[serde(default)]
     pub tier_queue: BTreeMap<String, QueueSpec>,
+    /// `"output_queued"` (default: every port's queue is the whole switch; with
+    /// trimming queues, the trimming paper's Ideal switch), or a switch whose traffic
+    /// manager cannot trim: `"deflect_on_drop"`, `"tofino"`, `"mirror_on_drop"`,
+    /// `"tofino2"` (the trimming paper, §3-§6; `net::trimming_hw`).
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// `[switch.pipelines]`: the hardware model's parameters (`scenario::trimming_hw`).
+    pub pipelines: Option<PipelinesSpec>,
 }
 
 impl Default for SwitchSpec {
@@ -108,8 +118,14 @@ impl Default for SwitchSpec {
             queue: default_switch_queue(),
             edge_queue: None,
             tier_queue: BTreeMap::new(),
+            model: default_model(),
+            pipelines: None,
         }
     }
+}
+
+fn default_model() -> String {
+    "output_queued".into()
 }
 
 fn zero() -> Duration {
@@ -239,6 +255,26 @@ pub struct OutputSpec {
     /// Every change of a RoCE sender's pacing rate in `rates.csv`.
     #[serde(default)]
     pub rates_csv: bool,
+    /// Per-pipeline counters of a hardware trimming switch in `pipelines.csv`.
+    #[serde(default)]
+    pub pipelines_csv: bool,
+    /// Every mode change of a `tofino` switch's feedback loop in `modes.csv` (the
+    /// trimming paper's Figure 7).
+    #[serde(default)]
+    pub mode_series: bool,
+    /// Every data packet, whole or trimmed, reaching a host, in `arrivals.csv`.
+    pub arrivals: Option<ArrivalsSpec>,
+}
+
+/// `[output] arrivals`: which arrivals `arrivals.csv` lists.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrivalsSpec {
+    /// Only trimmed headers (the trimming paper's Figure 5 plots their latency).
+    #[serde(default)]
+    pub trimmed_only: bool,
+    /// Only these flow ids; every flow if absent.
+    pub flows: Option<Vec<u32>>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -399,6 +435,7 @@ impl Scenario {
         self.iofd
             .validate(self.switch.load_balancing)
             .map_err(|e| format!("iofd.{e}"))?;
+        trimming_hw::validate(self)?;
         self.host
             .validate_links(self.topology.n_hosts() as u32)
             .map_err(|e| format!("host.{e}"))?;
