@@ -631,3 +631,340 @@ fn clos3_mistakes_are_named() {
     }
     assert!(common::load_error(&scenario("hosts_per_tor = 2")).contains("missing field `link`"));
 }
+
+/// A hardware trimming switch (issue 29) whose every key is valid: the cases below
+/// each change one thing.
+const HW: &str = r#"
+seed = 3
+[topology]
+kind = "single_switch"
+hosts = 8
+link = { rate = "100Gbps", latency = "1us" }
+[switch]
+model = "tofino"
+queue = { kind = "trimming", data_packets = 9, scheduling = "strict_priority" }
+[switch.pipelines]
+ports_per_pipeline = 4
+[transport]
+protocol = "ndp"
+mtu = 1500
+[workload]
+kind = "permutation"
+size = "100KB"
+[stop]
+time = "1ms"
+[output]
+ports_csv = false
+"#;
+
+#[test]
+fn hardware_trimming_mistakes_are_named() {
+    Scenario::from_str_with(HW, "ok.toml", ".".into(), &[]).unwrap();
+    let trimming =
+        "queue = { kind = \"trimming\", data_packets = 9, scheduling = \"strict_priority\" }";
+    let ppp = "ports_per_pipeline = 4";
+    let cases: &[(&str, &str, &str)] = &[
+        // The traffic manager holds NDP trimming queues, on every switch port.
+        (
+            trimming,
+            "queue = { kind = \"drop_tail\", limit_packets = 9 }",
+            "switch.queue: the traffic manager of a \"tofino\" switch holds NDP trimming \
+             queues (kind = \"trimming\"); got drop_tail",
+        ),
+        (
+            trimming,
+            &format!("{trimming}\nedge_queue = {{ kind = \"ecn\", k_packets = 5 }}"),
+            "switch.edge_queue: the traffic manager of a \"tofino\" switch holds NDP \
+             trimming queues (kind = \"trimming\"); got ecn",
+        ),
+        (
+            trimming,
+            &format!("{trimming}\ntier_queue = {{ switch_down = {{ kind = \"afq\" }} }}"),
+            "switch.tier_queue.switch_down: the traffic manager of a \"tofino\" switch \
+             holds NDP trimming queues (kind = \"trimming\"); got afq",
+        ),
+        // Lossy by design, and IOFD's state is the tag of trimmed headers.
+        (
+            "[stop]",
+            "[pfc]\nenabled = true\nlossless = [0]\n[stop]",
+            "switch.model: \"tofino\" cannot be combined with pfc",
+        ),
+        (
+            "[stop]",
+            "[iofd]\nenabled = true\n[stop]",
+            "switch.model: \"tofino\" cannot be combined with iofd",
+        ),
+        // Unknown names list the accepted ones.
+        (
+            "model = \"tofino\"",
+            "model = \"tofino3\"",
+            "switch.model: `tofino3` is not one of `output_queued`, `deflect_on_drop`, \
+             `tofino`, `mirror_on_drop`, `tofino2`",
+        ),
+        (
+            ppp,
+            "meters = \"four\"",
+            "switch.pipelines.meters: `four` is not one of `three`, `two`",
+        ),
+        (
+            ppp,
+            "modes = \"opt\"",
+            "switch.pipelines.modes: `opt` is not one of `pess_half_opt`, `pess_opt`, \
+             `trim_all_opt`",
+        ),
+        (
+            ppp,
+            "response = \"rate\"",
+            "switch.pipelines.response: `rate` is not one of `time`, `count`",
+        ),
+        (
+            ppp,
+            "notify_scope = \"none\"",
+            "switch.pipelines.notify_scope: `none` is not one of `all`, `origin`",
+        ),
+        ("model = \"tofino\"", "model = \"mirror_on_drop\"", ""),
+        // Values out of range.
+        (
+            ppp,
+            "ports_per_pipeline = 0",
+            "switch.pipelines.ports_per_pipeline: must be at least 1",
+        ),
+        (
+            ppp,
+            "t0 = \"6us\"\nt1 = \"5us\"",
+            "switch.pipelines.t1: 5.000us is shorter than t0 (6.000us)",
+        ),
+        (
+            ppp,
+            "t0 = \"30us\"",
+            "switch.pipelines.t1: 24.000us (the default) is shorter than t0 (30.000us)",
+        ),
+        (
+            ppp,
+            "modes = \"pess_opt\"\nt1 = \"24us\"",
+            "switch.pipelines.t1: modes = \"pess_opt\" has no HALF phase",
+        ),
+        (
+            ppp,
+            "modes = \"trim_all_opt\"\nt1 = \"24us\"",
+            "switch.pipelines.t1: modes = \"trim_all_opt\" has no HALF phase",
+        ),
+        (
+            ppp,
+            "response = \"count\"\ntrim_count = 0",
+            "switch.pipelines.trim_count: must be at least 1",
+        ),
+        (
+            ppp,
+            "trim_count = 12",
+            "switch.pipelines.trim_count: only used with response = \"count\"",
+        ),
+        (
+            ppp,
+            "meter_burst = \"1499B\"",
+            "switch.pipelines.meter_burst: 1499 B is less than the MTU (transport.mtu = \
+             1500 B): every full-size packet would be RED",
+        ),
+        (
+            ppp,
+            "meter_rates = [1.0, 0.5, 0.0]",
+            "switch.pipelines.meter_rates[2]: a fraction of the line rate must be in (0, \
+             1], got 0",
+        ),
+        (
+            ppp,
+            "meter_rates = [1.5, 0.5, 0.25]",
+            "switch.pipelines.meter_rates[0]: a fraction of the line rate must be in (0, \
+             1], got 1.5",
+        ),
+        (
+            ppp,
+            "meter_rates = [1.0, 0.25, 0.5]",
+            "switch.pipelines.meter_rates: the OPTIMISTIC, HALF and PESSIMISTIC rates must \
+             not increase",
+        ),
+        (
+            ppp,
+            "meter_rates = [1.0, 0.5]",
+            "`switch.pipelines.meter_rates`: invalid length 2",
+        ),
+        (
+            ppp,
+            "recirculation_rate = 0",
+            "`switch.pipelines.recirculation_rate`: rate `0` must be positive",
+        ),
+        (
+            ppp,
+            "recirculation_rate = \"0Gbps\"",
+            "`switch.pipelines.recirculation_rate`",
+        ),
+        (
+            ppp,
+            "recirculation_limit_packets = 0",
+            "switch.pipelines.recirculation_limit_packets: a recirculation port that \
+             holds nothing",
+        ),
+        (ppp, "t0 = -1", "`switch.pipelines.t0`"),
+        (
+            ppp,
+            "ports_per_pipline = 4",
+            "unknown field `ports_per_pipline`",
+        ),
+        // A key the model does not use is refused, never ignored.
+        (
+            "model = \"tofino\"\nqueue",
+            "model = \"deflect_on_drop\"\nqueue",
+            "",
+        ),
+        (
+            "model = \"tofino\"",
+            "model = \"output_queued\"",
+            "switch.pipelines.ports_per_pipeline: only used with a hardware switch model",
+        ),
+        (
+            ppp,
+            "mod_target = \"sender\"",
+            "switch.pipelines.mod_target: only used with model \"mirror_on_drop\"; this \
+             switch's model is \"tofino\"",
+        ),
+        (
+            ppp,
+            "ingress_lag = \"100ns\"",
+            "switch.pipelines.ingress_lag: only used with model \"tofino2\"",
+        ),
+        // The [output] keys of the hardware switch.
+        (
+            "ports_csv = false",
+            "mode_series = true\npipelines_csv = true\narrivals = { flows = [] }",
+            "output.arrivals.flows: list at least one flow",
+        ),
+        (
+            "ports_csv = false",
+            "arrivals = { trimmed = true }",
+            "unknown field `trimmed`",
+        ),
+    ];
+    for (from, to, expect) in cases {
+        assert!(HW.contains(from), "test case does not apply: {from}");
+        let text = HW.replacen(from, to, 1);
+        if expect.is_empty() {
+            // A model that accepts the base keys: the same text must load.
+            Scenario::from_str_with(&text, "ok.toml", ".".into(), &[]).unwrap();
+            continue;
+        }
+        let msg = common::load_error(&text);
+        assert!(msg.starts_with("bad.toml: "), "no file name in: {msg}");
+        assert!(
+            msg.contains(expect),
+            "`{to}`: message does not mention `{expect}`: {msg}"
+        );
+    }
+    // Keys of one model, given with another.
+    let with = |model: &str, key: &str| {
+        HW.replacen("model = \"tofino\"", &format!("model = \"{model}\""), 1)
+            .replacen(ppp, key, 1)
+    };
+    for (model, key, expect) in [
+        (
+            "deflect_on_drop",
+            "t0 = \"6us\"",
+            "switch.pipelines.t0: only used with model \"tofino\" (the feedback loop); \
+             this switch's model is \"deflect_on_drop\"",
+        ),
+        (
+            "mirror_on_drop",
+            "meter_burst = \"15KB\"",
+            "switch.pipelines.meter_burst: only used with the models with ingress meters",
+        ),
+        (
+            "tofino2",
+            "notify_scope = \"origin\"",
+            "switch.pipelines.notify_scope: only used with model \"tofino\"",
+        ),
+        (
+            "deflect_on_drop",
+            "depth_threshold = \"15KB\"",
+            "switch.pipelines.depth_threshold: only used with model \"tofino2\"",
+        ),
+        (
+            "tofino2",
+            "depth_threshold = 0",
+            "switch.pipelines.depth_threshold: must be positive",
+        ),
+        (
+            "mirror_on_drop",
+            "mod_target = \"back\"",
+            "switch.pipelines.mod_target: `back` is not one of `original`, `sender`",
+        ),
+    ] {
+        let msg = common::load_error(&with(model, key));
+        assert!(msg.contains(expect), "{model} with `{key}`: {msg}");
+    }
+    // The output files of a hardware switch need one, and modes.csv the modes.
+    let oq = HW
+        .replacen("model = \"tofino\"", "model = \"output_queued\"", 1)
+        .replacen("[switch.pipelines]\nports_per_pipeline = 4\n", "", 1);
+    Scenario::from_str_with(&oq, "ok.toml", ".".into(), &[]).unwrap();
+    for (out, expect) in [
+        (
+            "pipelines_csv = true",
+            "output.pipelines_csv: an output-queued switch has no pipelines",
+        ),
+        (
+            "mode_series = true",
+            "output.mode_series: only model \"tofino\" has modes (the feedback loop); this \
+             switch's model is \"output_queued\"",
+        ),
+    ] {
+        let msg = common::load_error(&oq.replacen("ports_csv = false", out, 1));
+        assert!(msg.contains(expect), "{out}: {msg}");
+    }
+    let dod = HW.replacen("model = \"tofino\"", "model = \"deflect_on_drop\"", 1);
+    let msg = common::load_error(&dod.replacen("ports_csv = false", "mode_series = true", 1));
+    assert!(
+        msg.contains("output.mode_series: only model \"tofino\" has modes"),
+        "{msg}"
+    );
+    // Arrivals are logged whatever the switch (the Ideal switch is a baseline).
+    let arrivals = "arrivals = { trimmed_only = true, flows = [0, 3] }";
+    Scenario::from_str_with(
+        &oq.replacen("ports_csv = false", arrivals, 1),
+        "ok.toml",
+        ".".into(),
+        &[],
+    )
+    .unwrap();
+    // `--set` reaches the new keys and is checked like the file.
+    let e = Scenario::from_str_with(
+        HW,
+        "f.toml",
+        ".".into(),
+        &["switch.pipelines.t0=30us".into()],
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("switch.pipelines.t1"), "{e}");
+}
+
+/// `eqds-sim check` exits 2 with the key, as for any other bad input.
+#[test]
+fn the_cli_refuses_a_hardware_switch_without_trimming_queues() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    let text = HW.replacen(
+        "queue = { kind = \"trimming\", data_packets = 9, scheduling = \"strict_priority\" }",
+        "queue = { kind = \"drop_tail\", limit_packets = 9 }",
+        1,
+    );
+    std::fs::write(&bad, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_eqds-sim"))
+        .args(["check", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("switch.queue: the traffic manager"),
+        "{stderr}"
+    );
+}
