@@ -1,7 +1,7 @@
 //! `[switch] model` and `[switch.pipelines]`: trimming on real switch hardware (the
 //! trimming paper, "Packet trimming on real switch hardware", §3-§6;
-//! `net::trimming_hw` runs it, `/work/shared/spec/trimming.md` is the digest whose
-//! items and questions the defaults cite). The default model, `output_queued`, is
+//! `net::trimming_hw` runs it; the defaults cite the open questions, Q, of the
+//! paper's digest, `spec/trimming.md`). The default model, `output_queued`, is
 //! every other experiment's switch, and with it nothing here changes a run.
 //!
 //! Every key is kept as given (`Option`), so that a key the chosen model has no use
