@@ -339,6 +339,9 @@ mod tests {
         assert_eq!(m.colour(t, MTU), Colour::Yellow);
         assert_eq!(m.peak().credit(), 0);
         assert_eq!(m.committed().credit(), bytes_credit(750));
+        // P is empty: 500 bytes are RED, and C, though it holds them, keeps its 750.
+        assert_eq!(m.colour(t, 500), Colour::Red);
+        assert_eq!(m.committed().credit(), bytes_credit(750));
         // Another packet time: both hold a packet again, so GREEN empties both.
         assert_eq!(m.colour(2 * t, MTU), Colour::Green);
         assert_eq!(m.peak().credit(), 0);
