@@ -156,7 +156,8 @@ impl TrTcm {
     #[inline]
     pub fn colour(&mut self, now: Time, bytes: u32) -> Colour {
         if !self.peak.holds(now, bytes) {
-            // Keep C's clock moving too, so both buckets refill from the same instant.
+            // Bring C up to `now` as well, so both buckets read as of the same instant
+            // (refilling is path-independent: this changes no verdict).
             self.committed.refill(now);
             return Colour::Red;
         }
