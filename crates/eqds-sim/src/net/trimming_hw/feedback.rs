@@ -428,12 +428,13 @@ mod tests {
             }
             let spent = c.finish(end, &r, &mut push);
 
-            // Every entry is a real change, in time order, by `end`.
-            let mut prev = (0, Mode::Optimistic);
+            // Every entry is a real change, at most one per instant, in time order, by
+            // `end`.
+            let mut prev = (None, Mode::Optimistic);
             for &(t, m) in &log {
-                prop_assert!(t >= prev.0 && t <= end, "{log:?}");
+                prop_assert!(prev.0.is_none_or(|p| t > p) && t <= end, "{log:?}");
                 prop_assert_ne!(m, prev.1, "{:?}", log);
-                prev = (t, m);
+                prev = (Some(t), m);
             }
             // Replaying the log gives the rules' mode at every picosecond up to `end`.
             let mut grid = [0; 4];
