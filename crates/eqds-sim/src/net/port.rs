@@ -64,9 +64,20 @@ pub struct PortCtx<'a> {
     pub rng: &'a mut SimRng,
 }
 
+/// A packet a port hands back to its caller instead of queueing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handback {
+    /// A header to send back to its source (counted as a return here).
+    Returned(PacketId),
+    /// A whole data packet the traffic manager could not hold, for the hardware
+    /// switch model to deflect or mirror (counted there).
+    Deflected(PacketId),
+}
+
 impl Port {
     /// Offers a packet to this port. A refused packet is freed and counted; a packet
-    /// the discipline sends back to its source is returned to the caller to route.
+    /// the discipline sends back to its source, or deflects, is handed back to the
+    /// caller.
     #[must_use]
     pub fn enqueue(
         &mut self,
@@ -74,7 +85,7 @@ impl Port {
         id: PortId,
         pkt: PacketId,
         ctx: &mut PortCtx,
-    ) -> Option<PacketId> {
+    ) -> Option<Handback> {
         // No TxDone pending means nothing is waiting: with an idle transmitter the
         // packet goes straight onto the wire, as the discipline would have sent it.
         if self.bypass_idle
@@ -102,8 +113,9 @@ impl Port {
             }
             Verdict::Returned => {
                 self.stats.returns += 1;
-                return Some(pkt);
+                return Some(Handback::Returned(pkt));
             }
+            Verdict::Deflected => return Some(Handback::Deflected(pkt)),
             Verdict::Queued => {}
         }
         if self.tx_done_pending {

@@ -96,6 +96,21 @@ pub enum Verdict {
     /// The (already trimmed) packet must go back to its source; the caller swaps its
     /// addresses and routes it, and counts the return.
     Returned,
+    /// A data packet the discipline would have trimmed (or dropped), untouched: a
+    /// traffic manager that cannot trim hands it back for the switch model to deflect
+    /// or mirror (`net::trimming_hw`). Only a discipline told to
+    /// ([`QueueDiscipline::deflect_on_drop`]) answers this.
+    Deflected,
+}
+
+/// What a traffic manager told to deflect reports about itself
+/// ([`QueueDiscipline::deflect_on_drop`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeflectingQueue {
+    /// Size the switch cuts a data packet to (the discipline's header size).
+    pub header_bytes: u32,
+    /// The data queue's limit (the meters' default burst is its byte capacity).
+    pub data_limit: Limit,
 }
 
 /// A port's queueing behaviour. Implementations are small and each lives in its own
@@ -154,6 +169,18 @@ pub trait QueueDiscipline {
     /// Starts loading the storage of the packets `dequeue` would take next (a hint
     /// for large runs; the default does nothing).
     fn prefetch_head(&self) {}
+    /// From now on, answer [`Verdict::Deflected`] for data the discipline cannot hold
+    /// instead of cutting or dropping it (a hardware switch's traffic manager,
+    /// `net::trimming_hw`). `None`: this discipline cannot (only the trimming queue
+    /// can).
+    fn deflect_on_drop(&mut self) -> Option<DeflectingQueue> {
+        None
+    }
+    /// Bytes of full data packets waiting (Tofino 2's queue-depth registers read
+    /// this); the default counts everything.
+    fn data_backlog_bytes(&self) -> u64 {
+        self.backlog_bytes()
+    }
     /// AFQ's own counters (for `ports.csv`), if this discipline is AFQ or holds one.
     fn afq_counters(&self) -> Option<AfqCounters> {
         None

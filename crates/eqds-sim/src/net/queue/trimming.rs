@@ -10,7 +10,7 @@
 //! strict priority (headers first) or byte-based weighted fair queuing, the
 //! recommended default, so data keeps moving during heavy trimming.
 
-use super::{Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
+use super::{DeflectingQueue, Fifo, Limit, QueueCtx, QueueDiscipline, Verdict};
 use crate::ids::PacketId;
 use crate::net::packet::{flags, PacketKind};
 
@@ -39,6 +39,9 @@ pub struct Trimming {
     deficit: [u64; 2],
     /// Queue whose turn it is under WFQ.
     turn: usize,
+    /// A traffic manager that cannot trim: data that does not fit is handed back
+    /// whole ([`Verdict::Deflected`]) for the switch model to deflect or mirror.
+    deflect: bool,
 }
 
 impl Trimming {
@@ -57,6 +60,7 @@ impl Trimming {
             return_to_sender,
             deficit: [0, 0],
             turn: HEADERS,
+            deflect: false,
         }
     }
 
@@ -81,6 +85,9 @@ impl QueueDiscipline for Trimming {
         if is_data && self.admits(DATA, p.size) {
             self.queues[DATA].push(pkt, p.size);
             return Verdict::Queued;
+        }
+        if is_data && self.deflect {
+            return Verdict::Deflected;
         }
         if is_data {
             p.size = p.size.min(self.header_bytes);
@@ -140,6 +147,18 @@ impl QueueDiscipline for Trimming {
     /// the data queue holds at least one packet.
     fn bypass_when_idle(&self) -> bool {
         self.limits[DATA].packets != Some(0)
+    }
+
+    fn deflect_on_drop(&mut self) -> Option<DeflectingQueue> {
+        self.deflect = true;
+        Some(DeflectingQueue {
+            header_bytes: self.header_bytes,
+            data_limit: self.limits[DATA],
+        })
+    }
+
+    fn data_backlog_bytes(&self) -> u64 {
+        self.queues[DATA].bytes()
     }
 
     fn prefetch_head(&self) {
@@ -227,6 +246,38 @@ mod tests {
             .map(|(_, size)| size)
             .collect();
         assert_eq!(order, [vec![64; 12], vec![9000; 8]].concat());
+    }
+
+    #[test]
+    fn a_deflecting_traffic_manager_hands_back_whole_data_and_still_queues_headers() {
+        let mut rig = Rig::new();
+        let mut q = Trimming::new(
+            packets(2),
+            packets(100),
+            64,
+            TrimScheduler::StrictPriority,
+            true,
+        );
+        let tm = q.deflect_on_drop().expect("a trimming queue can deflect");
+        assert_eq!((tm.header_bytes, tm.data_limit), (64, packets(2)));
+        let verdicts: Vec<_> = (0..4)
+            .map(|_| rig.offer(&mut q, PacketKind::Data, 1500, 0))
+            .collect();
+        let kinds: Vec<_> = verdicts.iter().map(|(_, v)| *v).collect();
+        use Verdict::{Deflected, Queued};
+        assert_eq!(kinds, [Queued, Queued, Deflected, Deflected]);
+        for (id, _) in &verdicts[2..] {
+            let p = rig.pkts.get(*id);
+            assert!(!p.has(flags::TRIMMED) && p.size == 1500, "deflected whole");
+        }
+        assert_eq!(rig.stats.trims, 0, "the switch model counts its own trims");
+        assert_eq!(q.data_backlog_bytes(), 3000);
+        // A header (cut by the switch) and control still queue.
+        let (_, v) = rig.offer(&mut q, PacketKind::Data, 64, flags::TRIMMED);
+        assert_eq!(v, Queued);
+        let (_, v) = rig.offer(&mut q, PacketKind::Ack, 64, 0);
+        assert_eq!(v, Queued);
+        assert_eq!(q.backlog_packets(), 4);
     }
 
     #[test]
