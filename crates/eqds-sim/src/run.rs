@@ -84,6 +84,23 @@ fn write_results(
     if let Some(iofd) = output::iofd_summary(net) {
         summary["iofd"] = iofd;
     }
+    if let Some(hw) = output::trimming_hw::summary(net) {
+        summary["trimming_hw"] = hw;
+    }
+    let out = &loaded.scenario.output;
+    if let (true, Some(hw)) = (out.mode_series, net.trimming_hw.as_deref()) {
+        let (_, log) = hw.modes_at_end(stats.end_time);
+        output::trimming_hw::write_modes_csv(&out_dir.join("modes.csv"), &log)
+            .map_err(|e| io("modes.csv", e))?;
+    }
+    if out.pipelines_csv {
+        output::trimming_hw::write_pipelines_csv(&out_dir.join("pipelines.csv"), net)
+            .map_err(|e| io("pipelines.csv", e))?;
+    }
+    if let Some(log) = sim.arrivals() {
+        output::trimming_hw::write_arrivals_csv(&out_dir.join("arrivals.csv"), log)
+            .map_err(|e| io("arrivals.csv", e))?;
+    }
     if let Some(eqds) = sim.eqds_summary() {
         summary["eqds"] = eqds;
     }

@@ -68,6 +68,13 @@ pub enum Event {
     IofdRelease { switch: SwitchId, flow: FlowId },
     /// IOFD's last-hop re-sequencer: a gap in `flow` may have waited its timeout.
     IofdGapCheck { flow: FlowId },
+    /// A hardware switch's DoD port sent a packet for egress port `port`: the
+    /// notification reaches pipeline `pipe`'s ingress (`u8::MAX`: every pipeline).
+    HwNotify { port: PortId, pipe: u8 },
+    /// Tofino 2: a packet that passed the queue-depth check in ingress reaches the
+    /// traffic manager, for egress port `port` (its ingress pipeline rides in the
+    /// packet meanwhile, `trimming_hw::queue_depth`: the event has no room).
+    HwEnterTm { port: PortId, pkt: PacketId },
     /// Periodic sampling for one of the time-series outputs.
     Sample { series: u8 },
 }

@@ -12,7 +12,7 @@ pub mod topology;
 pub mod trimming_hw;
 
 use crate::ids::{HostId, Node, PacketId, PortId, SwitchId};
-use port::{Port, PortCtx};
+use port::{Handback, Port, PortCtx};
 use queue::QueueSpec;
 use switch::{LoadBalancing, Switch};
 
@@ -51,6 +51,9 @@ pub struct Network {
     pub pfc: Option<Box<pfc::fabric::PfcFabric>>,
     /// Blitz's in-order flow deflection, if the scenario turns it on (`iofd`).
     pub iofd: Option<Box<iofd::Iofd>>,
+    /// The hardware trimming switch (`[switch] model`), unless switches are the
+    /// output-queued ideal (`trimming_hw`).
+    pub trimming_hw: Option<Box<trimming_hw::TrimmingHw>>,
 }
 
 impl Network {
@@ -69,9 +72,30 @@ impl Network {
     /// included, can put packets on the wire.
     #[inline]
     pub fn enqueue(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) {
-        let Some(returned) = self.offer(port, pkt, ctx) else {
-            return;
-        };
+        match self.offer(port, pkt, ctx) {
+            None => {}
+            Some(Handback::Returned(returned)) => self.return_to_sender(port, returned, ctx),
+            Some(Handback::Deflected(p)) => {
+                // Only a hardware switch's traffic manager deflects, and packets reach
+                // it through `forward_hw`, which takes the deflection: never here.
+                debug_assert!(false, "a deflection outside a hardware switch's ingress");
+                self.drop_at(port, p, ctx);
+            }
+        }
+    }
+
+    /// Counts the drop of `pkt` at `port` and frees it.
+    pub(crate) fn drop_at(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        let stats = &mut self.ports[port as usize].stats;
+        stats.drops += 1;
+        stats.dropped_bytes += ctx.pkts.get(pkt).size as u64;
+        ctx.pkts.free(pkt);
+    }
+
+    /// Turns round a header `port`'s discipline refused and routes it back towards
+    /// its sender from the same switch; if that fails too (or `port` is a host's),
+    /// it is dropped and counted at `port`.
+    pub(crate) fn return_to_sender(&mut self, port: PortId, returned: PacketId, ctx: &mut PortCtx) {
         let packet = ctx.pkts.get_mut(returned);
         packet.reverse();
         let back = match self.ports[port as usize].owner {
@@ -82,22 +106,26 @@ impl Network {
             Node::Host(_) => None,
         };
         let bounced_again = match back {
-            Some(out) => self.offer(out, returned, ctx),
+            Some(out) => match self.offer(out, returned, ctx) {
+                None => None,
+                Some(Handback::Returned(p) | Handback::Deflected(p)) => Some(p),
+            },
             None => Some(returned),
         };
         if let Some(p) = bounced_again {
             // A returned header never bounces twice; drop it where it stands.
-            let stats = &mut self.ports[port as usize].stats;
-            stats.drops += 1;
-            stats.dropped_bytes += ctx.pkts.get(p).size as u64;
-            ctx.pkts.free(p);
+            self.drop_at(port, p, ctx);
         }
     }
 
-    /// Offers a packet to one port's discipline: what it returns to its sender, if
-    /// anything.
+    /// Offers a packet to one port's discipline: what it hands back, if anything.
     #[inline]
-    fn offer(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) -> Option<PacketId> {
+    pub(crate) fn offer(
+        &mut self,
+        port: PortId,
+        pkt: PacketId,
+        ctx: &mut PortCtx,
+    ) -> Option<Handback> {
         let queue = &mut *self.queues[port as usize];
         self.ports[port as usize].enqueue(queue, port, pkt, ctx)
     }
@@ -111,6 +139,44 @@ impl Network {
         if self.ports[port as usize].pfc_flags & port::pfc_flags::RECORD_TX != 0 {
             self.after_transmit(port, ctx);
         }
+    }
+
+    /// Adds an unconnected port owned by `owner` (the builder wires it; a hardware
+    /// switch's recirculation ports are added after the topology).
+    pub(crate) fn push_port(
+        &mut self,
+        owner: Node,
+        queue: Box<dyn queue::QueueDiscipline>,
+    ) -> PortId {
+        let bypass_idle = queue.bypass_when_idle();
+        let notify_departures = queue.wants_departures();
+        self.ports.push(Port {
+            rate_bps: 1,
+            latency: 0,
+            owner,
+            peer: UNCONNECTED,
+            tier: 0,
+            busy_until: 0,
+            tx_done_pending: false,
+            bypass_idle,
+            notify_departures,
+            paused: 0,
+            pfc_flags: 0,
+            last_tx: PacketId::MAX,
+            stats: Default::default(),
+        });
+        self.queues.push(queue);
+        self.reverse.push(PortId::MAX);
+        (self.ports.len() - 1) as PortId
+    }
+
+    /// Index of a tier name, registering it on first use.
+    pub(crate) fn tier(&mut self, name: &'static str) -> u8 {
+        if let Some(i) = self.tier_names.iter().position(|n| *n == name) {
+            return i as u8;
+        }
+        self.tier_names.push(name);
+        (self.tier_names.len() - 1) as u8
     }
 
     /// The rack (ToR) a host sits under.
@@ -244,6 +310,7 @@ impl NetworkBuilder {
                 reverse: Vec::new(),
                 pfc: None,
                 iofd: None,
+                trimming_hw: None,
             },
             host_queue,
             switch_queue,
@@ -278,26 +345,7 @@ impl NetworkBuilder {
     }
 
     fn push_port(&mut self, owner: Node, queue: Box<dyn queue::QueueDiscipline>) -> PortId {
-        let bypass_idle = queue.bypass_when_idle();
-        let notify_departures = queue.wants_departures();
-        self.net.ports.push(Port {
-            rate_bps: 1,
-            latency: 0,
-            owner,
-            peer: UNCONNECTED,
-            tier: 0,
-            busy_until: 0,
-            tx_done_pending: false,
-            bypass_idle,
-            notify_departures,
-            paused: 0,
-            pfc_flags: 0,
-            last_tx: PacketId::MAX,
-            stats: Default::default(),
-        });
-        self.net.queues.push(queue);
-        self.net.reverse.push(PortId::MAX);
-        (self.net.ports.len() - 1) as PortId
+        self.net.push_port(owner, queue)
     }
 
     /// Replaces port `port`'s discipline (before the run starts).
@@ -310,11 +358,7 @@ impl NetworkBuilder {
 
     /// Index of a tier name, registering it on first use.
     fn tier(&mut self, name: &'static str) -> u8 {
-        if let Some(i) = self.net.tier_names.iter().position(|n| *n == name) {
-            return i as u8;
-        }
-        self.net.tier_names.push(name);
-        (self.net.tier_names.len() - 1) as u8
+        self.net.tier(name)
     }
 
     /// Adds a switch reaching hosts `lo..lo + n_down * span` downwards.

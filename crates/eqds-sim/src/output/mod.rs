@@ -4,6 +4,7 @@
 
 pub mod series;
 mod stats;
+pub mod trimming_hw;
 
 pub use stats::{jain_index, percentile};
 
@@ -169,6 +170,15 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
         // the port, and data packets it sent although ECMP chose another port.
         write!(out, ",iofd_moves_out,iofd_moves_in,iofd_deflected_packets")?;
     }
+    let hw = net.trimming_hw.as_deref();
+    let hw_modes = match hw {
+        Some(hw) => {
+            // The hardware switch's columns, only in runs with one.
+            write!(out, "{}", trimming_hw::PORT_COLUMNS)?;
+            trimming_hw::port_mode_times(net, hw, &hw.modes_at_end(end).0)
+        }
+        None => Vec::new(),
+    };
     let afq = net.queues.iter().any(|q| q.afq_counters().is_some());
     if afq {
         // AFQ's columns, only in runs with an AFQ port (empty on other ports): its
@@ -229,6 +239,9 @@ pub fn write_ports_csv(path: &Path, net: &Network, end: Time) -> std::io::Result
                 ",{},{},{}",
                 f.moves_out, f.moves_in, f.deflected_packets
             )?;
+        }
+        if let Some(hw) = hw {
+            trimming_hw::write_port_columns(&mut out, hw, id, &hw_modes)?;
         }
         if afq {
             match net.queues[id].afq_counters() {

@@ -109,9 +109,11 @@ impl Simulation {
         if let Some(iofd) = sc.iofd.build(&net).map_err(|e| format!("iofd.{e}"))? {
             net.install_iofd(iofd);
         }
-        let mut world = World::new(net, rng, flows.len());
         let t = &sc.transport;
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
+        let hw = sc.switch.hw_settings().map_err(|e| format!("switch.{e}"))?;
+        net.install_trimming_hw(hw, mtu, sc.output.mode_series)?;
+        let mut world = World::new(net, rng, flows.len());
         let credit = Credit::of(&world.net, mtu, header);
         world.pacers = (0..world.net.n_hosts)
             .map(|h| {
@@ -132,6 +134,24 @@ impl Simulation {
         }
         if sc.output.rates_csv {
             world.rate_log = Some(Vec::new());
+        }
+        if let Some(a) = &sc.output.arrivals {
+            if let Some(bad) = a
+                .flows
+                .iter()
+                .flatten()
+                .find(|&&f| f as usize >= world.flows.len())
+            {
+                return Err(format!(
+                    "{}: output.arrivals.flows: flow {bad} does not exist (the workloads make {} flows up front)",
+                    loaded.file,
+                    world.flows.len()
+                ));
+            }
+            world.arrival_log = Some(Box::new(crate::world::arrivals::ArrivalLog::new(
+                a.trimmed_only,
+                a.flows.clone(),
+            )));
         }
         let sampler = Sampler::new(&sc.output, out_dir, &mut world)?;
         Ok(Simulation {

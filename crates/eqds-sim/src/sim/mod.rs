@@ -61,6 +61,11 @@ impl Simulation {
         self.world.rate_log.as_deref()
     }
 
+    /// The data packets that reached their hosts, if `[output] arrivals` asked.
+    pub fn arrivals(&self) -> Option<&crate::world::arrivals::ArrivalLog> {
+        self.world.arrival_log.as_deref()
+    }
+
     /// The EQDS layer, if any host runs EQDS.
     pub fn eqds(&self) -> Option<&EqdsLayer> {
         self.world.eqds.as_deref()
@@ -268,6 +273,11 @@ impl Simulation {
                 let (net, mut ctx) = self.world.ports(now);
                 net.resequencer_check(flow, &mut ctx);
             }
+            Event::HwNotify { port, pipe } => self.world.net.hw_notify(port, pipe, now),
+            Event::HwEnterTm { port, pkt } => {
+                let (net, mut ctx) = self.world.ports(now);
+                net.hw_enter_tm(port, pkt, &mut ctx);
+            }
             Event::Sample { series } => self.sampler.sample(now, series, &mut self.world)?,
         }
         Ok(())
@@ -295,7 +305,10 @@ impl Simulation {
                 self.world.eqds_arrive(now, host, pkt);
                 self.hand_over_eqds_deliveries(now);
             }
-            Node::Host(_) => {
+            Node::Host(host) => {
+                if let Some(log) = self.world.arrival_log.as_deref_mut() {
+                    log.record(now, host, self.world.pkts.get(pkt));
+                }
                 let ep = self.world.pkts.get(pkt).dst_endpoint;
                 match self.endpoints.get_mut(ep as usize).and_then(Option::as_mut) {
                     Some(endpoint) => {
@@ -322,6 +335,10 @@ impl Simulation {
             return self.dispatch_arrival(now, net.ports[port as usize].peer, pkt);
         };
         let ingress = net.reverse[port as usize];
+        if net.trimming_hw.is_some() {
+            let (net, mut ctx) = self.world.ports(now);
+            return net.forward_hw(s, pkt, ingress, &mut ctx);
+        }
         if net.iofd.is_some() {
             let (net, mut ctx) = self.world.ports(now);
             return net.forward_with_iofd(s, pkt, Some(ingress), &mut ctx);

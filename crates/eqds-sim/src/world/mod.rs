@@ -6,6 +6,7 @@
 //! It sits below both: `transport` uses it, `sim` builds it and runs it, so neither
 //! of those two needs the other's insides.
 
+pub mod arrivals;
 pub mod dasr;
 mod pull_pacer;
 
@@ -44,6 +45,9 @@ pub struct World {
     /// Each change of a RoCE sender's pacing rate: when, which flow, the new rate
     /// in bits per second (`[output] rates_csv`; `None` when not asked for).
     pub rate_log: Option<Vec<(Time, FlowId, f64)>>,
+    /// Data packets reaching their hosts (`[output] arrivals`; `None` when not
+    /// asked for).
+    pub arrival_log: Option<Box<arrivals::ArrivalLog>>,
 }
 
 /// What RoCE flows and their DCQCN did over a run, for `summary.json`. The endpoints
@@ -96,6 +100,7 @@ impl World {
             roce: RoceCounters::default(),
             dasr: None,
             rate_log: None,
+            arrival_log: None,
         }
     }
 

@@ -574,6 +574,9 @@ impl Network {
         let Some(pkt) = self.ports[port as usize].take_last_tx() else {
             return;
         };
+        if self.trimming_hw.is_some() {
+            return self.hw_departed(port, pkt, ctx);
+        }
         if self.iofd.is_some() {
             self.iofd_departed(port, pkt, ctx);
         }

@@ -21,10 +21,23 @@
 //! (PESSIMISTIC / HALF / OPTIMISTIC and the response), `deflect_on_drop`,
 //! `mirror_on_drop`, `queue_depth` (Tofino 2) and `counters`.
 
+pub mod counters;
+mod deflect_on_drop;
 pub mod feedback;
 pub mod ingress_meter;
+mod mirror_on_drop;
+pub mod pipelines;
 
+use crate::engine::Event;
+use crate::ids::{Node, PacketId, PortId, SwitchId};
+use crate::net::packet::{flags, Packet, PacketKind};
+use crate::net::port::{Handback, PortCtx};
+use crate::net::Network;
 use crate::units::Time;
+use counters::{ModeChange, PipeStats, PortHwStats};
+use feedback::{Mode, ModeClock, ModeRules, TrimBudget};
+use ingress_meter::MeterSet;
+use pipelines::{add_pipelines, Recirculation, SwitchPipes};
 
 /// Which switch the scenario's switches are (`[switch] model`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,8 +169,9 @@ pub struct HwSettings {
     /// Tofino 2: how late ingress reads the queue depth; `None`: the time four
     /// MTU-sized packets take at the pipeline's aggregate rate ("4 stages", §3).
     pub ingress_lag: Option<Time>,
-    /// Tofino 2: ingress trims once the data queue holds more bytes than this;
-    /// `None`: the data queue's byte capacity.
+    /// Tofino 2: ingress trims a packet that would take the data queue above this
+    /// many bytes; `None`: the data queue's byte capacity less one MTU per pipeline
+    /// of the switch (packets that pass the check at once all reach the queue).
     pub depth_threshold_bytes: Option<u64>,
 }
 
@@ -185,4 +199,460 @@ impl Default for HwSettings {
             depth_threshold_bytes: None,
         }
     }
+}
+
+/// The path that cut a trimmed data packet, kept in its `ce_bytes` (which data
+/// never uses otherwise; IOFD, which does, cannot run on these switches) for the
+/// arrival log (`arrivals.csv`, the paper's Figure 5).
+pub mod trim_path {
+    /// The traffic manager of an output-queued (Ideal) switch.
+    pub const TM: u32 = 0;
+    /// An ingress meter or Tofino 2's depth check.
+    pub const INGRESS: u32 = 1;
+    /// Deflect-on-drop, after recirculation.
+    pub const DOD: u32 = 2;
+    /// Mirror-on-drop.
+    pub const MOD: u32 = 3;
+
+    pub fn name(tag: u32) -> &'static str {
+        match tag {
+            INGRESS => "ingress",
+            DOD => "dod",
+            MOD => "mod",
+            _ => "tm",
+        }
+    }
+}
+
+/// Every hardware switch's state: the layout of its pipelines, the meters and mode
+/// registers per (pipeline, egress port), and the counters.
+pub struct TrimmingHw {
+    pub settings: HwSettings,
+    pub rules: ModeRules,
+    /// Indexed by switch id.
+    pub switches: Vec<SwitchPipes>,
+    /// The network's first recirculation port: every port from here on is one.
+    pub first_recirc: PortId,
+    /// Per (pipeline, egress port) entry: the meters (models that meter).
+    meters: Vec<MeterSet>,
+    /// Per entry: the time of the last notification, and time in each mode.
+    pub clocks: Vec<ModeClock>,
+    /// Per entry, under trim-N: packets still to trim.
+    budgets: Vec<TrimBudget>,
+    /// Per port: the size its traffic manager cuts data to (0: not a switch's).
+    header_bytes: Vec<u32>,
+    /// Per port (Tofino 2): ingress trims above this data backlog.
+    depth_threshold: Vec<u64>,
+    /// Tofino 2: how late the depth is read.
+    pub ingress_lag: Time,
+    pub notify_latency: Time,
+    /// Per port.
+    pub port_stats: Vec<PortHwStats>,
+    /// Per pipeline, in recirculation-port order.
+    pub pipe_stats: Vec<PipeStats>,
+    /// Every mode transition, if `[output] mode_series` asks for them.
+    pub mode_log: Option<Vec<ModeChange>>,
+}
+
+impl TrimmingHw {
+    /// The pipeline and switch a recirculation port belongs to.
+    #[inline]
+    fn recirc_owner(&self, port: PortId) -> (SwitchId, u32) {
+        let s = &self.pipe_stats[(port - self.first_recirc) as usize];
+        (s.switch, s.pipe)
+    }
+
+    /// Whether ingress trims this data packet for `egress`, arriving on pipeline
+    /// `pipe` of switch `s` (the meters in the current mode, §4).
+    #[inline]
+    fn ingress_trims(
+        &mut self,
+        s: SwitchId,
+        pipe: u32,
+        egress: PortId,
+        size: u32,
+        now: Time,
+    ) -> bool {
+        let i = self.switches[s as usize].idx(pipe, egress);
+        let bytes = size + self.settings.meter_adjust_bytes;
+        match self.settings.model {
+            Model::DeflectOnDrop => self.meters[i].judge(now, bytes, Mode::Optimistic),
+            Model::Tofino => match self.settings.response {
+                Response::Time => {
+                    let mode = self.rules.mode(self.clocks[i].last(), now);
+                    self.meters[i].judge(now, bytes, mode)
+                }
+                Response::Count(_) => {
+                    // The meters see every packet; the budget trims on top of them.
+                    let metered = self.meters[i].judge(now, bytes, Mode::Optimistic);
+                    self.budgets[i].take() || metered
+                }
+            },
+            _ => false,
+        }
+    }
+}
+
+impl Network {
+    /// Makes every switch the hardware model `settings` asks for (nothing for the
+    /// output-queued switch). `mtu` sizes the meters' default burst when a data
+    /// queue is limited in packets.
+    pub fn install_trimming_hw(
+        &mut self,
+        settings: HwSettings,
+        mtu: u32,
+        log_modes: bool,
+    ) -> Result<(), String> {
+        if settings.model == Model::OutputQueued {
+            return Ok(());
+        }
+        let n = self.ports.len();
+        let mut header_bytes = vec![0u32; n];
+        let mut data_capacity = vec![0u64; n];
+        for p in 0..n {
+            if !matches!(self.ports[p].owner, Node::Switch(_)) {
+                continue;
+            }
+            let Some(tm) = self.queues[p].deflect_on_drop() else {
+                return Err(format!(
+                    "switch.queue: the traffic manager of a \"{}\" switch holds NDP trimming queues (kind = \"trimming\"); port {p} (tier {}) has another discipline",
+                    settings.model.name(),
+                    self.tier_names[self.ports[p].tier as usize]
+                ));
+            };
+            header_bytes[p] = tm.header_bytes;
+            let by_packets = tm.data_limit.packets.map(|k| u64::from(k) * u64::from(mtu));
+            data_capacity[p] = match (by_packets, tm.data_limit.bytes) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => u64::MAX,
+            };
+        }
+        let recirc = Recirculation {
+            rate_bps: settings.recirculation_rate_bps,
+            latency: settings.recirculation_latency,
+            limit_packets: settings.recirculation_limit_packets,
+        };
+        let first_recirc = n as PortId;
+        let switches = add_pipelines(self, settings.ports_per_pipeline, &recirc)?;
+        header_bytes.resize(self.ports.len(), 0);
+        let entries: usize = switches.iter().map(SwitchPipes::entries).sum();
+        let mut meters = Vec::new();
+        let mut depth_threshold = Vec::new();
+        if settings.model.meters() {
+            meters.reserve(entries);
+            for sp in &switches {
+                for _pipe in 0..sp.n_pipes {
+                    for egress in sp.first_port..sp.first_port + sp.n_ports {
+                        let burst = match settings.meter_burst_bytes {
+                            Some(b) => b,
+                            None if data_capacity[egress as usize] == u64::MAX => {
+                                return Err("switch.pipelines.meter_burst: the data queue is unlimited, so the meters' burst must be given".into());
+                            }
+                            None => data_capacity[egress as usize],
+                        };
+                        let rate = self.ports[egress as usize].rate_bps;
+                        meters.push(MeterSet::new(
+                            settings.meters,
+                            rate,
+                            settings.meter_rates,
+                            burst,
+                        ));
+                    }
+                }
+            }
+        }
+        if settings.model == Model::Tofino2 {
+            // By default, room is left above the threshold for one packet from every
+            // pipeline: packets that pass the check together all reach the queue.
+            depth_threshold = (0..n)
+                .map(
+                    |p| match (settings.depth_threshold_bytes, self.ports[p].owner) {
+                        (Some(t), _) => t,
+                        (None, Node::Switch(s)) => {
+                            let pipes = u64::from(switches[s as usize].n_pipes);
+                            let room = pipes * u64::from(mtu);
+                            data_capacity[p].saturating_sub(room).max(u64::from(mtu))
+                        }
+                        (None, Node::Host(_)) => u64::MAX,
+                    },
+                )
+                .collect();
+            depth_threshold.resize(self.ports.len(), u64::MAX);
+        }
+        let ingress_lag = settings.ingress_lag.unwrap_or_else(|| {
+            let fastest = self.ports.iter().map(|p| p.rate_bps).max().unwrap_or(1);
+            let pipe_rate = fastest.saturating_mul(u64::from(settings.ports_per_pipeline));
+            crate::units::serialisation_time(4 * mtu, pipe_rate)
+        });
+        let mut pipe_stats = Vec::new();
+        for (s, sp) in switches.iter().enumerate() {
+            for pipe in 0..sp.n_pipes {
+                pipe_stats.push(PipeStats {
+                    switch: s as SwitchId,
+                    pipe,
+                    ..Default::default()
+                });
+            }
+        }
+        let uses_clocks = settings.model == Model::Tofino;
+        self.trimming_hw = Some(Box::new(TrimmingHw {
+            rules: ModeRules::from_settings(&settings),
+            notify_latency: settings
+                .notify_latency
+                .unwrap_or(settings.recirculation_latency),
+            switches,
+            first_recirc,
+            meters,
+            clocks: if uses_clocks {
+                vec![ModeClock::new(); entries]
+            } else {
+                Vec::new()
+            },
+            budgets: if uses_clocks {
+                vec![TrimBudget::default(); entries]
+            } else {
+                Vec::new()
+            },
+            header_bytes,
+            depth_threshold,
+            ingress_lag,
+            port_stats: vec![PortHwStats::default(); self.ports.len()],
+            pipe_stats,
+            mode_log: log_modes.then(Vec::new),
+            settings,
+        }));
+        Ok(())
+    }
+
+    /// A packet arrives at hardware switch `s` through its port `ingress` (the
+    /// switch's end of the link it came on, or a recirculation port): the whole
+    /// per-packet path of §3-§4.
+    pub fn forward_hw(&mut self, s: SwitchId, pkt: PacketId, ingress: PortId, ctx: &mut PortCtx) {
+        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
+        if ingress >= hw.first_recirc {
+            return self.recirculated(ingress, pkt, ctx);
+        }
+        let pipe = hw.switches[s as usize].pipe_of(ingress);
+        let p = ctx.pkts.get(pkt);
+        let d = self.switches[s as usize].route(p.dst, p.entropy, self.load_balancing);
+        if p.kind != PacketKind::Data || p.has(flags::TRIMMED) {
+            // Control packets and headers are not metered: the header queue.
+            return self.enqueue(d, pkt, ctx);
+        }
+        let size = p.size;
+        let trim = match hw.settings.model {
+            Model::DeflectOnDrop | Model::Tofino => hw.ingress_trims(s, pipe, d, size, ctx.now),
+            Model::Tofino2 => {
+                if self.queues[d as usize].data_backlog_bytes() + u64::from(size)
+                    > hw.depth_threshold[d as usize]
+                {
+                    true
+                } else {
+                    // Data never uses `ce_bytes`: it holds the ingress pipeline until
+                    // the packet reaches the traffic manager.
+                    ctx.pkts.get_mut(pkt).ce_bytes = pipe;
+                    let at = ctx.now + hw.ingress_lag;
+                    ctx.events.push(at, Event::HwEnterTm { port: d, pkt });
+                    return;
+                }
+            }
+            Model::MirrorOnDrop | Model::OutputQueued => false,
+        };
+        if trim {
+            self.trim_at_ingress(s, pipe, d, pkt, ctx);
+        } else {
+            self.enter_traffic_manager(s, pipe, d, pkt, ctx);
+        }
+    }
+
+    /// Tofino 2: a packet that passed the depth check `ingress_lag` ago reaches the
+    /// traffic manager: packets in the pipeline's later stages were not counted by
+    /// the depth it read (§3).
+    pub fn hw_enter_tm(&mut self, d: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        let Node::Switch(s) = self.ports[d as usize].owner else {
+            return self.drop_at(d, pkt, ctx);
+        };
+        let pipe = std::mem::take(&mut ctx.pkts.get_mut(pkt).ce_bytes);
+        self.enter_traffic_manager(s, pipe, d, pkt, ctx);
+    }
+
+    /// Cuts a data packet to its header in ingress; the header goes to `d`'s header
+    /// queue (a truncated clone, the original dropped: §4).
+    fn trim_at_ingress(
+        &mut self,
+        s: SwitchId,
+        pipe: u32,
+        d: PortId,
+        pkt: PacketId,
+        ctx: &mut PortCtx,
+    ) {
+        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
+        cut_to_header(
+            ctx.pkts.get_mut(pkt),
+            hw.header_bytes[d as usize],
+            trim_path::INGRESS,
+        );
+        hw.port_stats[d as usize].ingress_trims += 1;
+        let sp = hw.switches[s as usize];
+        hw.pipe_stats[(sp.first_recirc - hw.first_recirc + pipe) as usize].ingress_trims += 1;
+        self.ports[d as usize].stats.trims += 1;
+        self.enqueue(d, pkt, ctx);
+    }
+
+    /// Offers a data packet to `d`'s output queue in the traffic manager: what does
+    /// not fit is deflected (DoD) or mirrored (MoD).
+    fn enter_traffic_manager(
+        &mut self,
+        s: SwitchId,
+        pipe: u32,
+        d: PortId,
+        pkt: PacketId,
+        ctx: &mut PortCtx,
+    ) {
+        match self.offer(d, pkt, ctx) {
+            None => {}
+            Some(Handback::Returned(p)) => self.return_to_sender(d, p, ctx),
+            Some(Handback::Deflected(p)) => {
+                let hw = self.trimming_hw.as_deref().expect("a hardware switch");
+                let recirc = hw.switches[s as usize].first_recirc + pipe;
+                if hw.settings.model == Model::MirrorOnDrop {
+                    self.mirror(d, recirc, p, ctx);
+                } else {
+                    self.deflect(d, recirc, p, ctx);
+                }
+            }
+        }
+    }
+
+    /// Puts a packet on a recirculation port, counting its queue's peak.
+    fn recirculate(&mut self, recirc: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        if let Some(Handback::Returned(p) | Handback::Deflected(p)) = self.offer(recirc, pkt, ctx) {
+            // A drop-tail queue hands nothing back; if it did, the packet is lost here.
+            self.drop_at(recirc, p, ctx);
+        }
+        let held = u64::from(self.queues[recirc as usize].backlog_packets())
+            + u64::from(self.ports[recirc as usize].busy_until > ctx.now);
+        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
+        let stats = &mut hw.pipe_stats[(recirc - hw.first_recirc) as usize];
+        stats.recirc_peak_packets = stats.recirc_peak_packets.max(held);
+        // A packet that went straight onto the wire has left the DoD queue already.
+        self.after_transmit(recirc, ctx);
+    }
+
+    /// A recirculated packet is back at its pipeline's ingress.
+    fn recirculated(&mut self, recirc: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        let hw = self.trimming_hw.as_deref().expect("a hardware switch");
+        if hw.settings.model == Model::MirrorOnDrop {
+            self.mirrored_back(recirc, pkt, ctx);
+        } else {
+            self.deflected_back(recirc, pkt, ctx);
+        }
+    }
+
+    /// A recirculation port started sending `pkt` (it left the DoD/MoD queue).
+    pub(crate) fn hw_departed(&mut self, port: PortId, pkt: PacketId, ctx: &mut PortCtx) {
+        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
+        if port < hw.first_recirc || hw.settings.model != Model::Tofino {
+            return;
+        }
+        let (s, pipe) = hw.recirc_owner(port);
+        let p = ctx.pkts.get(pkt);
+        let d = self.switches[s as usize].route(p.dst, p.entropy, self.load_balancing);
+        hw.pipe_stats[(port - hw.first_recirc) as usize].notifies_sent += 1;
+        let scope = match hw.settings.notify_scope {
+            NotifyScope::All => u8::MAX,
+            NotifyScope::Origin => pipe as u8,
+        };
+        ctx.events.push(
+            ctx.now + hw.notify_latency,
+            Event::HwNotify {
+                port: d,
+                pipe: scope,
+            },
+        );
+    }
+
+    /// A notification for egress port `d` reaches the pipelines (`pipe`, or all for
+    /// `u8::MAX`): each goes PESSIMISTIC for it (§4, Figure 3), or adds trim-N's
+    /// budget.
+    pub fn hw_notify(&mut self, d: PortId, pipe: u8, now: Time) {
+        let Node::Switch(s) = self.ports[d as usize].owner else {
+            return;
+        };
+        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
+        let sp = hw.switches[s as usize];
+        let pipes = if pipe == u8::MAX {
+            0..sp.n_pipes
+        } else {
+            u32::from(pipe)..u32::from(pipe) + 1
+        };
+        for p in pipes {
+            let i = sp.idx(p, d);
+            hw.port_stats[d as usize].notifications += 1;
+            match hw.settings.response {
+                Response::Count(n) => hw.budgets[i].add(n),
+                Response::Time => {
+                    let log = &mut hw.mode_log;
+                    hw.clocks[i].notify(now, &hw.rules, &mut |time, mode| {
+                        if let Some(log) = log.as_mut() {
+                            log.push(ModeChange {
+                                time,
+                                switch: s,
+                                pipe: p,
+                                port: d,
+                                mode,
+                            });
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl TrimmingHw {
+    /// The mode clocks closed at the end of the run (`end`): per (pipeline, port)
+    /// entry, the time in each mode (indexed by `Mode as usize`), and the whole
+    /// transition log, the run's and the closing one's (empty unless
+    /// `mode_series`), in time order.
+    pub fn modes_at_end(&self, end: Time) -> (Vec<[Time; 4]>, Vec<ModeChange>) {
+        let mut times = Vec::with_capacity(self.clocks.len());
+        let mut log = self.mode_log.clone().unwrap_or_default();
+        let logging = self.mode_log.is_some();
+        if self.clocks.is_empty() {
+            return (times, log);
+        }
+        for (s, sp) in self.switches.iter().enumerate() {
+            for pipe in 0..sp.n_pipes {
+                for port in sp.first_port..sp.first_port + sp.n_ports {
+                    let mut clock = self.clocks[sp.idx(pipe, port)].clone();
+                    times.push(clock.finish(end, &self.rules, &mut |time, mode| {
+                        if logging {
+                            let switch = s as SwitchId;
+                            log.push(ModeChange {
+                                time,
+                                switch,
+                                pipe,
+                                port,
+                                mode,
+                            });
+                        }
+                    }));
+                }
+            }
+        }
+        // Stable: equal times keep the order they were logged in.
+        log.sort_by_key(|c| c.time);
+        (times, log)
+    }
+}
+
+/// Cuts a data packet to its header, as a trimming queue would, and records the
+/// path that did it.
+#[inline]
+pub(crate) fn cut_to_header(p: &mut Packet, header_bytes: u32, path: u32) {
+    p.size = p.size.min(header_bytes);
+    p.flags |= flags::TRIMMED;
+    p.ce_bytes = path;
 }
