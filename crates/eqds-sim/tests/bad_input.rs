@@ -761,6 +761,11 @@ fn hardware_trimming_mistakes_are_named() {
         ),
         (
             ppp,
+            "response = \"count\"\nt0 = \"3us\"",
+            "switch.pipelines.t0: not used with response = \"count\"",
+        ),
+        (
+            ppp,
             "meter_burst = \"1499B\"",
             "switch.pipelines.meter_burst: 1499 B is less than the MTU (transport.mtu = \
              1500 B): every full-size packet would be RED",

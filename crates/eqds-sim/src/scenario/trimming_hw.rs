@@ -316,6 +316,16 @@ impl PipelinesSpec {
                 }
             }
             Response::Count(_) => {
+                // Trim-N has no modes: the timers would be ignored.
+                for (key, given) in [
+                    ("t0", self.t0.is_some()),
+                    ("t1", self.t1.is_some()),
+                    ("modes", self.modes.is_some()),
+                ] {
+                    if given {
+                        return Err(format!("{key}: not used with response = \"count\" (trim-N trims the next trim_count packets; it has no modes or timers)"));
+                    }
+                }
                 let n = self.trim_count.unwrap_or(DEFAULT_TRIM_COUNT);
                 if n == 0 {
                     return Err(
@@ -523,8 +533,7 @@ mod tests {
             t0 = "3us"
             t1 = "12us"
             modes = "pess_half_opt"
-            response = "count"
-            trim_count = 20
+            response = "time"
             notify_scope = "origin"
             notify_latency = "2us"
             "#,
@@ -545,7 +554,7 @@ mod tests {
                 t0: 3 * US,
                 t1: 12 * US,
                 modes: Modes::PessHalfOpt,
-                response: Response::Count(20),
+                response: Response::Time,
                 notify_scope: NotifyScope::Origin,
                 notify_latency: Some(2 * US),
                 mod_target: ModTarget::Original,
@@ -567,6 +576,10 @@ mod tests {
             .unwrap();
         assert_eq!(s.ingress_lag, Some(100_000));
         assert_eq!(s.depth_threshold_bytes, Some(15_000));
+        let s = pipelines("response = \"count\"\ntrim_count = 20")
+            .resolve(Model::Tofino)
+            .unwrap();
+        assert_eq!(s.response, Response::Count(20));
         // trim-N defaults to the paper's N = 12.
         let s = pipelines("response = \"count\"")
             .resolve(Model::Tofino)
