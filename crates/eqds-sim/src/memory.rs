@@ -231,6 +231,21 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
         .map(state)
         .fold(state(&sc.switch.queue), f64::max);
     let queue_states = hosts * state(&sc.host.queue) + (ports - hosts) * switch_state;
+    // A hardware trimming switch's per (pipeline, egress port) state and its
+    // recirculation ports, at the switches' mean radix.
+    let hw = match sc.switch.hw_settings() {
+        Ok(hw) if hw.model != crate::net::trimming_hw::Model::OutputQueued => {
+            use crate::net::trimming_hw::{feedback, ingress_meter};
+            let switches = (topo.n_switches() as f64).max(1.0);
+            let radix = (ports - hosts) / switches;
+            let pipes = (radix / f64::from(hw.ports_per_pipeline.max(1))).ceil();
+            let entry = std::mem::size_of::<ingress_meter::MeterSet>()
+                + std::mem::size_of::<feedback::ModeClock>()
+                + std::mem::size_of::<feedback::TrimBudget>();
+            switches * pipes * (radix * entry as f64 + PER_PORT)
+        }
+        _ => 0.0,
+    };
     let parts = [
         ("the process", BASE),
         (
@@ -250,6 +265,7 @@ pub fn estimate(loaded: &Loaded) -> Estimate {
         ),
         ("the time series", series),
         ("PFC's per-port state", pfc),
+        ("the hardware switches' pipelines", hw),
     ];
     let parts: Vec<(&'static str, u64)> = parts
         .into_iter()
