@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trimming paper ("Implementing packet trimming support in hardware"), the switch
 experiments of §6.2-§6.4: Figure 5a-c (E1-E3), Figure 6 (E4), Figure 7a-c (E5-E7), the
-ingress/DoD trim table (E13) and Figure 12 (E14).
+ingress/DoD trim table (E13), Figure 12 (E14) and Figure 11b (E12).
 
 Setup: one switch of 100 Gb/s ports (scenario.toml): senders on hosts 0-63 (ingress
 pipelines 0-3 of 16 ports), receivers on hosts 64-79; sender host k sends one endless
@@ -20,6 +20,8 @@ three modes, DoD, notifications to every pipeline, T0 = 6 us, T1 = 24 us).
   with the meter burst (not given by the paper, Q4) swept.
 - E14: UDP flow A (host 0) to host 64, flow B (host 16) joining at 20 us: flow A's
   sequence numbers against arrival time, the first deflection, the first ingress trim.
+- E12 (Figure 11b, optional): four UDP flows to one host on four pipelines, joining
+  100 us apart: no packet lost, and the share once all four run.
 
 Findings (result.json's notes have the numbers): Figure 5's shapes reproduce (MoD
 ~1 us late, DoD only bimodal at 64-to-4 and unstable at 64-to-16 with a 14,698-packet
@@ -742,6 +744,101 @@ def plot_figure12(r, path: Path) -> None:
     save(fig, path, ["kind", "arrival_us", "seq"], rows)
 
 
+# ---------------------------------------------------------------- E12 (Figure 11b)
+
+#: E12: the four flows to each host join 100 us apart (Q17: one pipeline each).
+E12_JOIN_US = 100
+E12_BIN_US = 10
+
+
+def e12(args, rate: str) -> dict:
+    """Figure 11b: four UDP flows to host 64 (from hosts 0, 16, 32, 48, one per
+    pipeline) and four to host 65 (hosts 1, 17, 33, 49), joining 100 us apart, Tofino,
+    500 us; UDP offered at `rate` (110 Gb/s: back to back at line rate, as E13; 100
+    Gb/s: gaps varying +/-50%, so the senders' phases wander). Per-flow throughput in
+    10 us bins; Jain's index of the four flows to each host over the last 190 us (all
+    four running, the first 10 us after the last join left out)."""
+    flows = []
+    for i, h in enumerate((0, 16, 32, 48)):
+        flows += [
+            f"{{ src = {h + j}, dst = {64 + j}, start = '{E12_JOIN_US * i}us' }}"
+            for j in (0, 1)
+        ]
+    out = run(
+        args,
+        f"e12-{rate}",
+        model("Tofino")
+        | UDP
+        | {
+            "transport.udp.rate": f"'{rate}'",
+            "workload": "[{ kind = 'flows', flows = [" + ", ".join(flows) + "] }]",
+            "output.flow_series": f"{{ interval = '{E12_BIN_US}us' }}",
+        },
+    )
+    with open(out / "flows.csv") as f:
+        dst = {int(r["id"]): int(r["dst"]) for r in csv.DictReader(f)}
+    bins: dict[int, dict[int, float]] = {}
+    with open(out / "flow_series.csv") as f:
+        for r in csv.DictReader(f):
+            t = round(int(r["time_ps"]) / US)
+            bins.setdefault(t, {})[int(r["flow"])] = float(r["throughput_bps"]) / 1e9
+    start = 3 * E12_JOIN_US + E12_BIN_US
+    window = [t for t in bins if t > start]
+    jains, means = {}, {}
+    for host in (64, 65):
+        ids = [k for k, d in dst.items() if d == host]
+        m = {k: sum(bins[t].get(k, 0.0) for t in window) / len(window) for k in ids}
+        means[host] = {k: round(v, 3) for k, v in m.items()}
+        jains[host] = round(jain(list(m.values())), 4)
+    hw = st.hw_summary(out)
+    return {
+        "rate": rate,
+        "invariant_losses": hw["invariant_losses"],
+        "recirc_drops": hw["recirc_drops"],
+        "dod_peak": st.dod_peak(out),
+        "jain_all_four": jains,
+        "mean_gbps_all_four": means,
+        "_bins": bins,
+        "_dst": dst,
+    }
+
+
+def e12_quantities(r) -> list[Quantity]:
+    return [
+        Quantity(
+            "E12 (Figure 11b): no packet lost, each delivered whole or as its header "
+            f"(1 = yes; invariant losses {r['invariant_losses']})",
+            1,
+            int(r["invariant_losses"] == 0 and r["recirc_drops"] == 0),
+            0,
+        ),
+        Quantity(
+            "E12: Jain's index of the four flows to host 64 once all four run >= 0.95 "
+            f"(1 = yes; paper: they share almost perfectly; ours {r['jain_all_four'][64]})",
+            1,
+            int(r["jain_all_four"][64] >= 0.95),
+            0,
+        ),
+    ]
+
+
+def plot_figure11(r, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    rows = []
+    times = sorted(r["_bins"])
+    for k in sorted(k for k, d in r["_dst"].items() if d == 64):
+        ys = [r["_bins"][t].get(k, 0.0) for t in times]
+        ax.plot(times, ys, label=f"flow {k}")
+        rows += [(k, t, round(y, 3)) for t, y in zip(times, ys)]
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel(f"throughput to host 64 (Gb/s, {E12_BIN_US} us bins)")
+    ax.set_title(f"Figure 11b: four flows on four pipelines joining (UDP {r['rate']})")
+    ax.legend(fontsize=7)
+    save(fig, path, ["flow", "time_us", "gbps"], rows)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -765,21 +862,24 @@ def main() -> int:
     f12 = e14(args, E14_QUEUE)
     f12_small = e14(args, 9)
     plot_figure12(f12, args.results / "fig12.png")
+    f11 = e12(args, "110Gbps")
+    f11_jitter = e12(args, "100Gbps")
+    plot_figure11(f11, args.results / "fig11b.png")
 
-    quantities = (
-        figure5_quantities(f5) + q6 + q7 + e13_quantities(t13) + e14_quantities(f12)
-    )
+    quantities = figure5_quantities(f5) + q6 + q7 + e13_quantities(t13)
+    quantities += e14_quantities(f12) + e12_quantities(f11)
     strip = lambda r: {k: v for k, v in r.items() if not k.startswith("_")}
     passed = write_result(
         args.results,
-        figure="Trimming in hardware, Figures 5, 6, 7 and 12 and the trim table (§6.2-§6.4)",
+        figure="Trimming in hardware, Figures 5, 6, 7, 11b, 12 and the trim table (§6.2-§6.4)",
         setup=(
             "one switch, 80 hosts of 100 Gb/s, 1 us links; senders hosts 0-63 on pipelines "
             "0-3 of 16 ports, receivers 64-79; sender k to receiver 64 + k mod R, endless "
             "NDP flows, initial window 1000, start within one packet time of 0; 500 us; "
             "data queue 10 packets (MoD 20), strict priority for headers; Tofino T0 6 us, "
             "T1 24 us, recirculation 100 Gb/s and 1 us, notifications to all pipelines, "
-            "meter burst = the data queue's bytes; E13/E14: UDP at line rate"
+            "meter burst = the data queue's bytes; E12-E14: UDP offered at 110 Gb/s (back "
+            "to back at line rate)"
             f"; E4 N = {ns[0]}..{ns[-1]} ({len(ns)} values)"
             + (" (QUICK)" if args.quick else "")
         ),
@@ -791,6 +891,8 @@ def main() -> int:
             "e13": t13,
             "e14": strip(f12),
             "e14_10_packet_queue": strip(f12_small),
+            "e12": strip(f11),
+            "e12_udp_100gbps_jittered": strip(f11_jitter),
         },
         notes=NOTES,
         plot="fig5.png",
@@ -932,6 +1034,18 @@ NOTES = [
         "us = 1 us, w + t = 16.67 packets/us), and the loop's PESSIMISTIC spells (7 of "
         "every ~26 us, 75% trimmed) add the rest; the paper's 'half' is read off a "
         "hardware trace."
+    ),
+    (
+        "E12 (Figure 11b, optional): four UDP flows to host 64 from hosts 0, 16, 32, 48 "
+        "(one per pipeline, Q17) and four to host 65, joining 100 us apart: no invariant "
+        "loss and no DoD drop (peak 10). Once all four run (310-500 us) the flows to host "
+        "64 get 23.9, 12.6, 23.9 and 22.4 Gb/s: Jain 0.951, a pass by 0.001 and not the "
+        "paper's 'almost perfect' sharing. The low one is the same phase lock as E7 (back "
+        "to back at exactly line rate, its meter-passed packets reach the full queue "
+        "last in each slot and go to DoD); with the UDP gaps varying +/-50% (offered at "
+        "100 Gb/s, also measured) Jain is 0.992 and 0.983. The four together carry 83 "
+        "Gb/s of goodput, not 95.7: three quarters of the packets are trimmed and their "
+        "64 B headers take 12.8% of the port."
     ),
 ]
 
