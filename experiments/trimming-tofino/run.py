@@ -971,9 +971,12 @@ NOTES = [
         "OPTIMISTIC gap is 1.2 us (a 10-packet queue refills in 1.2 us at 100 Gb/s of "
         "excess): 18 senders 0.317 PESSIMISTIC on the shared ports (paper < 1/4), 32 "
         "senders 0.358 (0.25 +/- 0.1), of which the first spell, 14.6 us while 99 "
-        "packets drain from DoD, is the excess (later cycles 7.0/18/1.2, 0.27). Not "
-        "changed here (crates/ is out of this task); a trigger on 'DoD queue non-empty "
-        "at dequeue' would be the test."
+        "packets drain from DoD, is the excess (later cycles 7.0/18/1.2, 0.27). A "
+        "scratch build (not committed) that notifies only when packets wait behind the "
+        "departing one gives 0 notifications at 17 senders, but at 32 senders its DoD "
+        "queue reaches 4,239 packets and flows fall to 39.3 Gb/s (E4 worst ratio 0.84), "
+        "so that trigger is not the paper's either; what its simulator does at 17 "
+        "senders is open."
     ),
     (
         "E5-E7 'within 1% of optimal' FAIL against the simulated Ideal because the Ideal "
