@@ -137,3 +137,35 @@ def receiver_port(out: Path, receiver_host: int) -> int:
             if r["peer"] == f"h{receiver_host}" and r["owner"].startswith("s"):
                 return int(r["port"])
     raise ValueError(f"no switch port leads to host {receiver_host}")
+
+
+def mode_intervals(out: Path, port: int, end_ps: int, pipe: int = 0) -> list[tuple[int, int, str]]:
+    """`pipe`'s modes for egress `port` as (start_ps, end_ps, mode) intervals covering
+    [0, end_ps), from modes.csv: what a Figure 7 timeline draws as bars. Intervals of
+    zero length (two changes at one instant) are left out and neighbours in one mode
+    merged, so each bar is one stretch of that mode."""
+    with open(out / "modes.csv") as f:
+        changes = [
+            (int(r["time_ps"]), r["mode"])
+            for r in csv.DictReader(f)
+            if int(r["port"]) == port and int(r["pipe"]) == pipe
+        ]
+    spans = []
+    mode, t = "optimistic", 0
+    for when, new in changes:
+        when = min(when, end_ps)
+        if when > t:
+            _extend(spans, t, when, mode)
+        mode, t = new, max(t, when)
+    if end_ps > t:
+        _extend(spans, t, end_ps, mode)
+    return spans
+
+
+def _extend(spans: list[tuple[int, int, str]], start: int, end: int, mode: str) -> None:
+    """Appends [start, end) in `mode`, merged into the last interval if it is in the
+    same mode."""
+    if spans and spans[-1][2] == mode and spans[-1][1] == start:
+        spans[-1] = (spans[-1][0], end, mode)
+    else:
+        spans.append((start, end, mode))
