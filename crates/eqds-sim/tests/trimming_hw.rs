@@ -325,3 +325,31 @@ proptest! {
         assert_conserved(&text, sent);
     }
 }
+
+#[test]
+fn tofino2_trims_in_ingress_and_deflects_only_what_its_lag_lets_through() {
+    // §3: ingress reads the queue depth a few stages early, so packets already past
+    // the check still reach the queue. With room above the threshold for one packet
+    // per pipeline (the default) none of them overflows it; with less room, those
+    // that passed together do, and go through DoD.
+    let flows: Vec<_> = (0..64)
+        .map(|k| (k, 64 + k % 16, (k as u64 * 37) % 120))
+        .collect();
+    let (_, roomy) = assert_conserved(&udp_incast("tofino2", &flows, 200, 1000, ""), 64 * 200);
+    assert_eq!(roomy["deflections"], 0);
+    assert!(roomy["ingress_trims"].as_u64().unwrap() > 0);
+    // A lag of 200 ns lets about 1.7 packet times of arrivals from every pipeline
+    // past the check: the less room above the threshold, the more is deflected.
+    let deflections = |threshold: &str| {
+        let keys = format!("depth_threshold = '{threshold}'\ningress_lag = '200ns'");
+        let (_, s) = assert_conserved(&udp_incast("tofino2", &flows, 200, 1000, &keys), 64 * 200);
+        s["deflections"].as_u64().unwrap()
+    };
+    let (none, some, most) = (
+        deflections("1500B"),
+        deflections("7500B"),
+        deflections("13500B"),
+    );
+    assert_eq!(none, 0, "room for every pipeline's lagging packets");
+    assert!(none < some && some < most, "{none} < {some} < {most}");
+}

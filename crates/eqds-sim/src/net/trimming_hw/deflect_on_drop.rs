@@ -4,7 +4,7 @@
 //! was bound for. Leaving the DoD queue is what notifies the pipelines (`hw_departed`,
 //! the full Tofino model).
 
-use super::{cut_to_header, trim_path};
+use super::trim_path;
 use crate::ids::{Node, PacketId, PortId};
 use crate::net::port::PortCtx;
 use crate::net::Network;
@@ -28,15 +28,7 @@ impl Network {
         };
         let p = ctx.pkts.get(pkt);
         let d = self.switches[s as usize].route(p.dst, p.entropy, self.load_balancing);
-        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
-        cut_to_header(
-            ctx.pkts.get_mut(pkt),
-            hw.header_bytes[d as usize],
-            trim_path::DOD,
-        );
-        hw.port_stats[d as usize].dod_trims += 1;
-        hw.pipe_stats[(recirc - hw.first_recirc) as usize].dod_trims += 1;
-        self.ports[d as usize].stats.trims += 1;
+        self.cut(d, recirc, pkt, trim_path::DOD, ctx);
         self.enqueue(d, pkt, ctx);
     }
 }

@@ -4,7 +4,7 @@
 //! the header priority of the port it was bound for (NDP), or turned round towards its
 //! sender (SFC). Every trimmed header is recirculated, so each arrives a little late.
 
-use super::{cut_to_header, trim_path, ModTarget};
+use super::{trim_path, ModTarget};
 use crate::ids::{Node, PacketId, PortId};
 use crate::net::port::PortCtx;
 use crate::net::Network;
@@ -12,15 +12,7 @@ use crate::net::Network;
 impl Network {
     /// The traffic manager drops `pkt` for `d` and mirrors its header to `recirc`.
     pub(super) fn mirror(&mut self, d: PortId, recirc: PortId, pkt: PacketId, ctx: &mut PortCtx) {
-        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
-        cut_to_header(
-            ctx.pkts.get_mut(pkt),
-            hw.header_bytes[d as usize],
-            trim_path::MOD,
-        );
-        hw.port_stats[d as usize].mod_trims += 1;
-        hw.pipe_stats[(recirc - hw.first_recirc) as usize].mod_trims += 1;
-        self.ports[d as usize].stats.trims += 1;
+        self.cut(d, recirc, pkt, trim_path::MOD, ctx);
         self.recirculate(recirc, pkt, ctx);
     }
 

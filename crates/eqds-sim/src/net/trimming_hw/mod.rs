@@ -487,17 +487,30 @@ impl Network {
         pkt: PacketId,
         ctx: &mut PortCtx,
     ) {
-        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
-        cut_to_header(
-            ctx.pkts.get_mut(pkt),
-            hw.header_bytes[d as usize],
-            trim_path::INGRESS,
-        );
-        hw.port_stats[d as usize].ingress_trims += 1;
-        let sp = hw.switches[s as usize];
-        hw.pipe_stats[(sp.first_recirc - hw.first_recirc + pipe) as usize].ingress_trims += 1;
-        self.ports[d as usize].stats.trims += 1;
+        let hw = self.trimming_hw.as_deref().expect("a hardware switch");
+        let recirc = hw.switches[s as usize].first_recirc + pipe;
+        self.cut(d, recirc, pkt, trim_path::INGRESS, ctx);
         self.enqueue(d, pkt, ctx);
+    }
+
+    /// Cuts a data packet bound for `d` to its header on `path`, counting the trim
+    /// for `d`, for the pipeline whose recirculation port is `recirc`, and in `d`'s
+    /// own `trims` (so that trims compare across switch models).
+    pub(super) fn cut(
+        &mut self,
+        d: PortId,
+        recirc: PortId,
+        pkt: PacketId,
+        path: u32,
+        ctx: &mut PortCtx,
+    ) {
+        let hw = self.trimming_hw.as_deref_mut().expect("a hardware switch");
+        cut_to_header(ctx.pkts.get_mut(pkt), hw.header_bytes[d as usize], path);
+        hw.port_stats[d as usize].trims.count(path);
+        hw.pipe_stats[(recirc - hw.first_recirc) as usize]
+            .trims
+            .count(path);
+        self.ports[d as usize].stats.trims += 1;
     }
 
     /// Offers a data packet to `d`'s output queue in the traffic manager: what does
