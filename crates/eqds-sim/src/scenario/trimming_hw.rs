@@ -30,7 +30,8 @@ pub struct PipelinesSpec {
     pub recirculation_latency: Option<Duration>,
     /// Packets a recirculation port may hold (default: unbounded, spec Q8).
     pub recirculation_limit_packets: Option<u32>,
-    /// `"three"` (default: ndp.p4, what §6 simulated) or `"two"` (switch.p4's
+    /// `"three"` (default: ndp.p4, what §6 simulated), `"single"` (the authors' htsim
+    /// `Meter`: one bucket at the mode's rate, emptied by each notification) or `"two"` (switch.p4's
     /// `opti`/`pesi`, §5; spec Q20).
     pub meters: Option<String>,
     /// Fractions of line rate of the OPTIMISTIC, HALF and PESSIMISTIC meters
@@ -229,7 +230,11 @@ impl PipelinesSpec {
             s.meters = one_of(
                 "meters",
                 m,
-                &[("three", Meters::Three), ("two", Meters::Two)],
+                &[
+                    ("three", Meters::Three),
+                    ("two", Meters::Two),
+                    ("single", Meters::Single),
+                ],
             )?;
         }
         if let Some(rates) = self.meter_rates {

@@ -25,7 +25,7 @@
 //! `SEC`), so a rate in bit/s times an interval in picoseconds adds exactly the credit
 //! earned, with no rounding to drift over a long run.
 
-use super::feedback::Mode;
+use super::feedback::{Mode, ModeRules};
 use super::Meters;
 use crate::units::{Time, SEC};
 
@@ -97,6 +97,17 @@ impl TokenBucket {
         let earned = u128::from(self.rate_bps) * u128::from(now - self.last);
         self.credit = self.credit.saturating_add(earned).min(self.depth);
         self.last = now;
+    }
+
+    /// Refills to `until` at `rate_bps` instead of the bucket's own rate (a meter
+    /// whose rate changes with the mode refills piece by piece).
+    fn earn(&mut self, until: Time, rate_bps: u64) {
+        if until <= self.last {
+            return;
+        }
+        let earned = u128::from(rate_bps) * u128::from(until - self.last);
+        self.credit = self.credit.saturating_add(earned).min(self.depth);
+        self.last = until;
     }
 
     /// Whether the bucket, refilled to `now`, holds `bytes`, without taking them.
@@ -186,6 +197,15 @@ pub enum MeterSet {
     /// `pesi` is a trTCM with PIR = CIR; with equal rates and bursts its two buckets
     /// never differ (YELLOW cannot happen), so one bucket is the same meter.
     Two { opti: TrTcm, pesi: TokenBucket },
+    /// One bucket whose refill rate is the current mode's, emptied by every
+    /// notification: the meter of the paper authors' simulator (htsim's public
+    /// `Meter`, whose "pessimistic" response serves at a quarter of the rate for N
+    /// packet times and half until 4N, starting from no credit). `rates` are the
+    /// OPTIMISTIC, HALF and PESSIMISTIC rates in bit/s.
+    Single {
+        bucket: TokenBucket,
+        rates: [u64; 3],
+    },
 }
 
 /// Whether switch.p4's action table (§5; spec item 44) trims a packet of colours
@@ -222,6 +242,61 @@ impl MeterSet {
                 opti: TrTcm::new(rate(OPTIMISTIC), rate(HALF), burst_bytes),
                 pesi: TokenBucket::new(rate(PESSIMISTIC), burst_bytes),
             },
+            Meters::Single => MeterSet::Single {
+                bucket: TokenBucket::new(rate(OPTIMISTIC), burst_bytes),
+                rates: [rate(OPTIMISTIC), rate(HALF), rate(PESSIMISTIC)],
+            },
+        }
+    }
+
+    /// Meters one packet of `bytes` at `now` for a (pipeline, port) whose last
+    /// notification was at `last` (`None`: never), under `rules`: what the switch
+    /// model calls. The mode-picked meters ([`MeterSet::judge`]) see the mode at
+    /// `now`; the single bucket refills at each mode's rate for the time spent in it.
+    #[inline]
+    pub fn judge_scheduled(
+        &mut self,
+        now: Time,
+        bytes: u32,
+        last: Option<Time>,
+        rules: &ModeRules,
+    ) -> bool {
+        let mode = rules.mode(last, now);
+        let MeterSet::Single { bucket, rates } = self else {
+            return self.judge(now, bytes, mode);
+        };
+        if let (Some(n), true) = (last, rules.t0 > 0) {
+            // Piece by piece through the modes since the bucket's last update
+            // (the last notification emptied it, so none falls in between).
+            for (end, segment) in [
+                (n.saturating_add(rules.t0), rules.response()),
+                (n.saturating_add(rules.t1), Mode::Half),
+            ] {
+                let rate = match segment {
+                    Mode::Pessimistic => rates[PESSIMISTIC],
+                    Mode::Half => rates[HALF],
+                    _ => 0,
+                };
+                bucket.earn(end.min(now), rate);
+            }
+        }
+        bucket.earn(now, rates[OPTIMISTIC]);
+        let conforms = bucket.holds(now, bytes);
+        if conforms {
+            bucket.spend(bytes);
+        }
+        mode == Mode::TrimAll || !conforms
+    }
+
+    /// A notification reached this (pipeline, port) at `now`: the single bucket
+    /// starts again from no credit (the others keep theirs).
+    pub fn notified(&mut self, now: Time, last: Option<Time>, rules: &ModeRules) {
+        if let MeterSet::Single { .. } = self {
+            // Bring the bucket to `now` under the old schedule, then empty it.
+            self.judge_scheduled(now, 0, last, rules);
+            if let MeterSet::Single { bucket, .. } = self {
+                bucket.credit = 0;
+            }
         }
     }
 
@@ -253,6 +328,22 @@ impl MeterSet {
                 let pesi_green = pesi.take(now, bytes);
                 two_meter_trims(mode, pesi_green, opti_colour)
             }
+            // The mode alone cannot say how the bucket refilled: metered as if the
+            // whole gap had been in `mode`.
+            MeterSet::Single { bucket, rates } => {
+                let rate = match mode {
+                    Mode::TrimAll => 0,
+                    Mode::Pessimistic => rates[PESSIMISTIC],
+                    Mode::Half => rates[HALF],
+                    Mode::Optimistic => rates[OPTIMISTIC],
+                };
+                bucket.earn(now, rate);
+                let conforms = bucket.holds(now, bytes);
+                if conforms {
+                    bucket.spend(bytes);
+                }
+                mode == Mode::TrimAll || !conforms
+            }
         }
     }
 }
@@ -260,7 +351,7 @@ impl MeterSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::units::serialisation_time;
+    use crate::units::{serialisation_time, US};
 
     const LINE: u64 = 100_000_000_000;
     const MTU: u32 = 1500;
@@ -454,5 +545,43 @@ mod tests {
         assert_eq!(opti.peak().rate_bps(), 400_000_000_000);
         assert_eq!(opti.committed().rate_bps(), 200_000_000_000);
         assert_eq!(pesi.rate_bps(), 100_000_000_000);
+    }
+
+    #[test]
+    fn the_single_bucket_starts_empty_after_a_notification_and_refills_at_each_modes_rate() {
+        use crate::net::trimming_hw::Modes;
+        let rules = ModeRules {
+            modes: Modes::PessHalfOpt,
+            t0: 6 * US,
+            t1: 24 * US,
+        };
+        let gap = serialisation_time(MTU, LINE);
+        let mut m = MeterSet::new(Meters::Single, LINE, [1.0, 0.5, 0.25], 9 * u64::from(MTU));
+        // Full before any notification: a line-rate stream passes.
+        let passed = |m: &mut MeterSet, from: u64, to: u64, last| {
+            (from..to)
+                .filter(|&i| !m.judge_scheduled(i * gap, MTU, last, &rules))
+                .count() as u64
+        };
+        assert_eq!(passed(&mut m, 0, 100, None), 100);
+        // A notification at packet 100 empties it: the next packet is trimmed, and
+        // over the 6 us of PESSIMISTIC (50 packet times) a quarter passes.
+        let n = 100 * gap;
+        m.notified(n, None, &rules);
+        assert!(m.judge_scheduled(n, MTU, Some(n), &rules), "no credit left");
+        let pess = passed(&mut m, 101, 150, Some(n));
+        assert!((11..=13).contains(&pess), "{pess} of 49 passed at 25%");
+        // HALF from 6 us to 24 us (150 packet times): half of them.
+        let half = passed(&mut m, 150, 300, Some(n));
+        assert!((74..=76).contains(&half), "{half} of 150 passed at 50%");
+        // Then OPTIMISTIC: the bucket refills at line rate and, never deeper than
+        // its burst, passes every packet of a line-rate stream.
+        assert_eq!(passed(&mut m, 320, 400, Some(n)), 80);
+        // A gap spanning every mode earns each mode's rate for its part only: idle
+        // from the notification to its end of HALF, the bucket holds 6 us at 25% and
+        // 18 us at 50%, more than its 9 packets.
+        let mut m = MeterSet::new(Meters::Single, LINE, [1.0, 0.5, 0.25], 9 * u64::from(MTU));
+        m.notified(0, None, &rules);
+        assert_eq!(passed(&mut m, 200, 209, Some(0)), 9);
     }
 }

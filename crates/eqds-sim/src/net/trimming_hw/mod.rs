@@ -86,6 +86,9 @@ pub enum Meters {
     /// switch.p4's pair: `opti`, a two-rate meter (peak = line rate, committed =
     /// half), and `pesi` (a quarter), with the action table of §5.
     Two,
+    /// One bucket refilling at the current mode's rate, emptied by each
+    /// notification: the meter of the paper authors' simulator (htsim's `Meter`).
+    Single,
 }
 
 /// The modes the feedback loop moves a (pipeline, port) through after a
@@ -279,8 +282,8 @@ impl TrimmingHw {
             Model::DeflectOnDrop => self.meters[i].judge(now, bytes, Mode::Optimistic),
             Model::Tofino => match self.settings.response {
                 Response::Time => {
-                    let mode = self.rules.mode(self.clocks[i].last(), now);
-                    self.meters[i].judge(now, bytes, mode)
+                    let last = self.clocks[i].last();
+                    self.meters[i].judge_scheduled(now, bytes, last, &self.rules)
                 }
                 Response::Count(_) => {
                     // The meters see every packet; the budget trims on top of them.
@@ -606,6 +609,7 @@ impl Network {
             match hw.settings.response {
                 Response::Count(n) => hw.budgets[i].add(n),
                 Response::Time => {
+                    hw.meters[i].notified(now, hw.clocks[i].last(), &hw.rules);
                     let log = &mut hw.mode_log;
                     hw.clocks[i].notify(now, &hw.rules, &mut |time, mode| {
                         if let Some(log) = log.as_mut() {
