@@ -73,7 +73,7 @@ pub enum Event {
     HwNotify { port: PortId, pipe: u8 },
     /// Tofino 2: a packet that passed the queue-depth check in ingress reaches the
     /// traffic manager, for egress port `port` (its ingress pipeline rides in the
-    /// packet meanwhile, `trimming_hw::queue_depth`: the event has no room).
+    /// packet meanwhile, `trimming_hw::queue_depth`: the event has no room for it).
     HwEnterTm { port: PortId, pkt: PacketId },
     /// Periodic sampling for one of the time-series outputs.
     Sample { series: u8 },

@@ -27,6 +27,7 @@ pub mod feedback;
 pub mod ingress_meter;
 mod mirror_on_drop;
 pub mod pipelines;
+mod queue_depth;
 
 use crate::engine::Event;
 use crate::ids::{Node, PacketId, PortId, SwitchId};
@@ -245,7 +246,7 @@ pub struct TrimmingHw {
     /// Per port: the size its traffic manager cuts data to (0: not a switch's).
     header_bytes: Vec<u32>,
     /// Per port (Tofino 2): ingress trims above this data backlog.
-    depth_threshold: Vec<u64>,
+    pub(super) depth_threshold: Vec<u64>,
     /// Tofino 2: how late the depth is read.
     pub ingress_lag: Time,
     pub notify_latency: Time,
@@ -447,18 +448,10 @@ impl Network {
         let trim = match hw.settings.model {
             Model::DeflectOnDrop | Model::Tofino => hw.ingress_trims(s, pipe, d, size, ctx.now),
             Model::Tofino2 => {
-                if self.queues[d as usize].data_backlog_bytes() + u64::from(size)
-                    > hw.depth_threshold[d as usize]
-                {
-                    true
-                } else {
-                    // Data never uses `ce_bytes`: it holds the ingress pipeline until
-                    // the packet reaches the traffic manager.
-                    ctx.pkts.get_mut(pkt).ce_bytes = pipe;
-                    let at = ctx.now + hw.ingress_lag;
-                    ctx.events.push(at, Event::HwEnterTm { port: d, pkt });
-                    return;
+                if !self.over_depth(d, size) {
+                    return self.pass_depth_check(d, pipe, pkt, ctx);
                 }
+                true
             }
             Model::MirrorOnDrop | Model::OutputQueued => false,
         };
@@ -467,17 +460,6 @@ impl Network {
         } else {
             self.enter_traffic_manager(s, pipe, d, pkt, ctx);
         }
-    }
-
-    /// Tofino 2: a packet that passed the depth check `ingress_lag` ago reaches the
-    /// traffic manager: packets in the pipeline's later stages were not counted by
-    /// the depth it read (§3).
-    pub fn hw_enter_tm(&mut self, d: PortId, pkt: PacketId, ctx: &mut PortCtx) {
-        let Node::Switch(s) = self.ports[d as usize].owner else {
-            return self.drop_at(d, pkt, ctx);
-        };
-        let pipe = std::mem::take(&mut ctx.pkts.get_mut(pkt).ce_bytes);
-        self.enter_traffic_manager(s, pipe, d, pkt, ctx);
     }
 
     /// Cuts a data packet to its header in ingress; the header goes to `d`'s header
@@ -518,7 +500,7 @@ impl Network {
 
     /// Offers a data packet to `d`'s output queue in the traffic manager: what does
     /// not fit is deflected (DoD) or mirrored (MoD).
-    fn enter_traffic_manager(
+    pub(super) fn enter_traffic_manager(
         &mut self,
         s: SwitchId,
         pipe: u32,
