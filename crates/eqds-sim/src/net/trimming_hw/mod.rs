@@ -154,7 +154,8 @@ pub struct HwSettings {
     /// PESSIMISTIC meters pass (1, 0.5, 0.25; §4).
     pub meter_rates: [f64; 3],
     /// Burst of every meter, in bytes; `None`: the byte capacity of the egress
-    /// port's data queue (the paper gives none, spec Q4).
+    /// port's data queue and one MTU for the packet on the wire, so that one pipeline
+    /// alone trims as the ideal switch (the paper gives none, spec Q4).
     pub meter_burst_bytes: Option<u64>,
     /// Bytes added to each packet's size as the meters count it (Ethernet's
     /// preamble and gap; 0: our links carry none).
@@ -353,7 +354,11 @@ impl Network {
                             None if data_capacity[egress as usize] == u64::MAX => {
                                 return Err("switch.pipelines.meter_burst: the data queue is unlimited, so the meters' burst must be given".into());
                             }
-                            None => data_capacity[egress as usize],
+                            // The queue's waiting room plus the packet on the wire:
+                            // one pipeline alone then trims exactly what the ideal
+                            // switch would (§4: "one pipeline sending to a port
+                            // behaves exactly like the ideal switch").
+                            None => data_capacity[egress as usize] + u64::from(mtu),
                         };
                         let rate = self.ports[egress as usize].rate_bps;
                         meters.push(MeterSet::new(
