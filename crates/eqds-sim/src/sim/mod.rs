@@ -183,17 +183,31 @@ impl Simulation {
                 q.prefetch_head();
             }
         }
-        if let Some(&Event::Arrive {
-            at: Node::Switch(s),
-            pkt,
-        }) = w.events.peek_cheap(ROUTE_LEAD)
-        {
+        // An arrival at a switch, plain or saying which link it came on (PFC, the
+        // hardware trimming switch): the link's far end is in the port the arrival
+        // names.
+        let at_switch = match w.events.peek_cheap(ROUTE_LEAD) {
+            Some(&Event::Arrive {
+                at: Node::Switch(s),
+                pkt,
+            }) => Some((s, pkt)),
+            Some(&Event::ArriveFrom { port, pkt }) => match w.net.ports.get(port as usize) {
+                Some(p) => match p.peer {
+                    Node::Switch(s) => Some((s, pkt)),
+                    Node::Host(_) => None,
+                },
+                None => None,
+            },
+            _ => None,
+        };
+        if let Some((s, pkt)) = at_switch {
             if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
                 let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
                 self.prefetch_port(out);
             }
         }
         match w.events.peek_cheap(PACKET_LEAD) {
+            Some(&Event::ArriveFrom { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::Arrive { at, pkt }) => {
                 w.pkts.prefetch(pkt);
                 if let (Node::Host(_), Some(eqds)) = (at, &w.eqds) {
