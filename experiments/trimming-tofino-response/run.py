@@ -26,9 +26,9 @@ queue peaks at ~14,800 packets (paper ~14,000). The final design trims 10.7% abo
 Ideal at 6 us with 32 senders (paper ~10%) and is stable from 6 us there (paper ~3 us):
 the loop is bistable when t1 = 4 x t0 is shorter than the ~16 us the start-up DoD queue
 delays notifications, and at t0 = 4 us one seed stays at 117 packets while four run away
-to 4,600-6,100. At 64 senders nothing depends on t0 >= 1.5 us: the headers' share of
+to 4,600-6,100. At 64 senders nothing depends on t0 >= 4 us (within a packet from 1.5 us): the headers' share of
 the receiver link keeps the traffic manager overflowing in PESSIMISTIC mode, so
-notifications never stop (one seed of five peaks at 317 packets at every t0 from
+notifications never stop (one seed of five peaks at 324 packets at every t0 from
 pipeline unfairness). The ablations need longer responses than the paper says
 (pess_opt, trim_all_opt: 20-30 us) or never settle within 30 us (notify-origin at 64
 senders); trim-N trims 117% above the Ideal at 32 senders; two meters equal three here.
@@ -586,17 +586,17 @@ NOTES = [
         "from 1 us and every seed from 6 us (1-4 us: 1-2 of 5 seeds run away, "
         "peaks 3,700-8,100): the paper's 3 us is consistent with a longer t1 than 4 x t0 at "
         "short responses, which the paper does not give. 64 senders: the result is the "
-        "same at every t0 >= 1.5 us (to the packet: 66,165 trims, +0.08% over the "
+        "same at every t0 >= 4 us (to the packet: 66,165 trims, +0.08% over the "
         "Ideal), because at 64 senders the ports never leave PESSIMISTIC during the "
         "initial-window phase: 4 pipelines x 25% = 100 Gb/s of data, but the "
         "receiver link also carries the headers of the 75% trimmed at ingress "
         "(3 x 100 Gb/s x 64/1500 = 12.8 Gb/s), so the traffic manager overflows by "
         "~13% in pessimistic mode and deflects continuously (~16.5 packets/us over the "
-        "4 DoD ports, 3,333 deflections per run); the resulting notifications, ~1 per "
+        "4 DoD ports, 3,340 deflections per run); the resulting notifications, ~1 per "
         "port per us, keep every port pessimistic for any t0 >= ~1 us. The strict "
-        "criterion gives 'none' (99) only because seed 4 peaks at 317 packets at every "
-        "t0 (714 at 1 us): its pipe 2 took 1,632 of the 3,317 deflections (the others "
-        "460-705) and its DoD port ran near 100 Gb/s; seeds 1-3, 5 peak at 122-152. "
+        "criterion gives 'none' (99) only because seed 4 peaks at 324 packets at every "
+        "t0 (681 at 1 us): its pipe 2 took 1,638 of the 3,324 deflections (the others "
+        "461-708) and its DoD port ran near 100 Gb/s; seeds 1-3, 5 peak at 124-154. "
         "That is the tie/phase unfairness of periodic meter-paced arrivals at the "
         "traffic manager that switch_tests.flows' jitter reduces but does not remove, "
         "not a response-duration effect. With the median of seeds the 64-sender "
@@ -636,7 +636,7 @@ NOTES = [
         "FAIL): pess_opt stays at 34.5-37.1 Gb/s over the whole sweep, so the longer "
         "response it needs here is not the only cost. At 64 senders pess_opt equals "
         "the final design from 2 us on (ratio 1.00, pass; paper: 'no difference'); "
-        "its strict threshold is 'none' for seed 4's t0-independent 317 packets (see "
+        "its strict threshold is 'none' for seed 4's t0-independent 324 packets (see "
         "E8); the median of seeds gives 2 us (paper 3)."
     ),
     (

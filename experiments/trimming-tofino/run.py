@@ -53,8 +53,9 @@ SCENARIO = HERE / "scenario.toml"
 US = 1e6  # picoseconds per microsecond
 #: 95.7 Gb/s: a 100 Gb/s link's goodput at 1500-byte packets with 64-byte headers.
 LINE_GOODPUT = 100 * (1500 - 64) / 1500
-#: The data queue's bytes (9 packets of 1500 B): the default meter burst (Q4).
-QUEUE_BYTES = 9 * 1500
+#: The default meter burst (Q4): the data queue's 9 packets of 1500 B and the one on
+#: the wire.
+QUEUE_BYTES = 10 * 1500
 #: E1-E3: the three incasts, by the number of receivers.
 INCASTS = {"64-to-1": 1, "64-to-4": 4, "64-to-16": 16}
 E1_MODELS = ["Ideal", "MoD", "MoD, 10 packets", "DoD only", "Tofino"]
@@ -581,7 +582,7 @@ def e13_quantities(res) -> list[Quantity]:
     return [
         Quantity(
             "E13 4:1 UDP, 20k packets: ingress trims (Tofino model, meter burst = data "
-            "queue's bytes; paper simulator 13.49K, Tofino 13.5k)",
+            "queue's bytes and the packet on the wire; paper simulator 13.49K, Tofino 13.5k)",
             13490,
             t["ingress_trims"],
             1349,
@@ -1014,8 +1015,8 @@ NOTES = [
         "each), hence 15.66K; the paper's flows must have overlapped less (it blames "
         "the split difference between its two columns on flow-start timing), and the "
         "start offsets are not given. The DoD share, the quantity the model decides, "
-        "matches: 694 (paper 682/678) at the default meter burst, 693 / 729 / 801 at "
-        "0.5x / 2x / 4x (6,750 to 54,000 B): the split hardly depends on the burst "
+        "matches: 697 (paper 682/678) at the default meter burst (15,000 B), 694 / 737 / "
+        "817 at 0.5x / 2x / 4x (7,500 to 60,000 B): the split hardly depends on the burst "
         "(Q4), because each DoD episode is the OPTIMISTIC gap before a notification. "
         "Ingress = total - DoD, so its miss is the total's. DoD peak 1, no invariant "
         "losses."
@@ -1023,7 +1024,7 @@ NOTES = [
     (
         "E14 with the plan's 39 packets of data queue: first deflection 4.6 us after B "
         "reaches the switch (the queue size makes it so), first ingress trim 1.08 us "
-        "later (paper 1.3: pass). The backlog is not drained by 10 us (36,000 of 58,500 "
+        "later (paper 1.3: pass). The backlog is not drained by 10 us (37,500 of 58,628 "
         "B, FAIL) and cannot be: PESSIMISTIC from 5.6 us lets 2 x 25 Gb/s in, so the "
         "queue drains at 50 Gb/s and needs 9.4 us; HALF (2 x 50 Gb/s, exactly line "
         "rate) from 12.9 us then holds what is left, and the next OPTIMISTIC gap refills "
@@ -1032,7 +1033,7 @@ NOTES = [
         "meter: its queue was smaller or its overflow earlier. With the scenario's 10 "
         "packets (also measured): first deflection 1.0 us after B arrives, first "
         "ingress trim 1.08 us later, backlog below 10% of its peak from 4.3 us, and "
-        "the same 0.558 trimmed. Trimmed fraction 0.556 FAILs by 0.006: in a steady 2:1 "
+        "the same 0.558 trimmed. Trimmed fraction 0.554 FAILs by 0.004: in a steady 2:1 "
         "the headers' 64 B on the link already make it 0.522 (w x 0.12 + t x 0.00512 "
         "us = 1 us, w + t = 16.67 packets/us), and the loop's PESSIMISTIC spells (7 of "
         "every ~26 us, 75% trimmed) add the rest; the paper's 'half' is read off a "
