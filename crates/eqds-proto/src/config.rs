@@ -106,6 +106,10 @@ pub struct EqdsConfig {
     /// Control packets arriving on the access link delay the next PULL by their time
     /// on the link, so that the data pulled and the control arriving together fit it.
     pub pace_control: bool,
+    /// PULL slots that no sender with demand takes go to senders whose demand was
+    /// met, up to one window beyond their targets (the receiver's spare PULLs, as
+    /// the authors' htsim model sends them; the paper keeps the window constant).
+    pub spare_pulls: bool,
     /// The reorder queue's span per tunnel.
     pub reorder_window: ReorderSpan,
     /// How long a hole may hold a reorder queue back before it is skipped.
@@ -147,6 +151,7 @@ impl Default for EqdsConfig {
             pull_rate_permille: 1000,
             pull_burst: 1,
             pace_control: true,
+            spare_pulls: false,
             reorder_window: ReorderSpan::Windows(4),
             reorder_timeout: 5 * PS_PER_MS,
             path_avoidance: 0,

@@ -199,6 +199,7 @@ impl<P: Clone> Host<P> {
                 policy: config.policy,
                 ack_coalesce: config.ack_coalesce,
                 ack_delay: config.ack_delay,
+                spare_pulls: config.spare_pulls,
             },
             // Data more than two reorder spans away is from another epoch.
             tunnel: RxConfig {

@@ -35,6 +35,24 @@
 //!   arrived. The answer repairs a lost final PULL (`sender.rs`, "Loss recovery")
 //!   even when the RTS brings no new demand.
 //!
+//! # Spare PULLs (off by default; not in the paper)
+//!
+//! Under §5's invariant a tunnel's credit loop holds W: one PULL per packet that
+//! arrives, and none beyond the target. A tunnel whose loaded round trip exceeds W's
+//! time at the link rate is therefore window-bound: its receiver's ASL runs empty
+//! between PULLs although the sender has data waiting, and the link idles. (At
+//! 100 Gbps, 4150-byte MTUs and W = 50, a k = 16 fat tree's loaded credit loop is
+//! about 18.5 us against W's 16.6 us: every flow of a permutation loses a tenth.)
+//! With [`ReceiverConfig::spare_pulls`], a PULL slot that no sender on the ASL takes
+//! goes instead, round robin, to a sender whose demand was met, up to one window
+//! beyond its target: the receiver keeps its link busy while it has nothing better
+//! to do, and the credit in a tunnel's loop is bounded by 2W rather than W. This is
+//! what the authors' public htsim model of EQDS does (its pull pacer's "slow"
+//! PULLs to idle senders); the paper's text keeps W constant, so it is an option.
+//! Spare PULLs never delay a PULL owed to a sender on the ASL, add nothing to the
+//! busy time, and a sender that has no use for the credit holds it (clamped to W)
+//! until it expires.
+//!
 //! # Policies
 //!
 //! The ASL is a PIFO ranked by the configured [`Policy`] (§5; the ranks are ours):
@@ -90,6 +108,10 @@ pub struct ReceiverConfig {
     pub ack_coalesce: u32,
     /// Longest an in-order packet's ACK is deferred. Default 10 µs (our choice).
     pub ack_delay: Time,
+    /// PULL slots the ASL leaves unused go to senders whose demand was met, up to
+    /// one window beyond their targets (see "Spare PULLs" above). Default false:
+    /// the paper's constant window.
+    pub spare_pulls: bool,
 }
 
 impl Default for ReceiverConfig {
@@ -103,6 +125,7 @@ impl Default for ReceiverConfig {
             policy: Policy::Fifo,
             ack_coalesce: 1,
             ack_delay: 10 * PS_PER_US,
+            spare_pulls: false,
         }
     }
 }
@@ -130,6 +153,9 @@ pub struct SenderState {
     pub payload_bytes: u64,
     /// Pull targets cut to the window (a correct sender never causes it).
     pub targets_capped: u64,
+    /// PULLs sent beyond the target, in slots no active sender took
+    /// ([`ReceiverConfig::spare_pulls`]).
+    pub spare_pulls: u64,
 }
 
 #[derive(Debug)]
@@ -147,6 +173,8 @@ struct Peer {
     /// A cumulative ACK owed but deferred: (ack number, packets it covers, time
     /// deferral began).
     deferred: Option<(u32, u32, Time)>,
+    /// On the list of senders that may take spare PULLs.
+    spare: bool,
     stats: SenderState,
 }
 
@@ -160,6 +188,7 @@ impl Peer {
             class: 0,
             finish: 0,
             deferred: None,
+            spare: false,
             stats: SenderState {
                 pulls_sent: 0,
                 pull_target: 0,
@@ -171,6 +200,7 @@ impl Peer {
                 rts_packets: 0,
                 payload_bytes: 0,
                 targets_capped: 0,
+                spare_pulls: 0,
             },
         }
     }
@@ -178,6 +208,13 @@ impl Peer {
     /// Pulls still owed: the credit this sender's ASL entry implies (§5's invariant).
     fn owed(&self) -> u64 {
         u64::try_from(seq_diff(self.stats.pull_target, self.stats.pulls_sent)).unwrap_or(0)
+    }
+
+    /// Whether a spare PULL may go to this sender: none is owed to it (it is not on
+    /// the ASL) and fewer than `window_pulls` were sent beyond its target.
+    fn takes_spare(&self, window_pulls: u32) -> bool {
+        !self.stats.active
+            && seq_diff(self.stats.pulls_sent, self.stats.pull_target) < window_pulls as i32
     }
 }
 
@@ -267,6 +304,12 @@ pub struct Receiver {
     /// and costs a SipHash per packet.
     index: FxHashMap<PeerId, usize>,
     asl: ActiveSenderList,
+    /// Senders whose demand was met, in the order it was, that may take spare PULLs
+    /// ([`ReceiverConfig::spare_pulls`]); empty when that is off. A sender back on
+    /// the ASL, or a window beyond its target, leaves when it reaches the front.
+    spare: VecDeque<usize>,
+    /// Spare PULLs sent, to all senders.
+    spare_sent: u64,
     /// Earliest time the next PULL may go.
     next_pull_at: Time,
     /// Sum of the pulls owed to all senders: the busy-time numerator.
@@ -306,6 +349,8 @@ impl Receiver {
             free: Vec::new(),
             index: FxHashMap::default(),
             asl: ActiveSenderList::default(),
+            spare: VecDeque::new(),
+            spare_sent: 0,
             next_pull_at: 0,
             owed_total: 0,
             control: VecDeque::new(),
@@ -529,7 +574,7 @@ impl Receiver {
     /// overloads it by its own size (a few per cent at a 1500-byte MTU): a queue that
     /// grows without bound where the network neither trims nor prioritises control.
     pub fn charge_unpulled(&mut self, bytes: u32) {
-        if self.asl.is_empty() {
+        if !self.pacing() {
             return;
         }
         let delay =
@@ -542,7 +587,7 @@ impl Receiver {
     /// When the pacer next has work: the next PULL, if any sender is owed one, or
     /// the oldest deferred ACK's deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let pull = (!self.asl.is_empty()).then_some(self.next_pull_at);
+        let pull = self.pacing().then_some(self.next_pull_at);
         match (pull, self.deferred_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -554,24 +599,38 @@ impl Receiver {
     /// sender at its new rank or dropping it once its target is met (§5).
     pub fn handle_timeout(&mut self, now: Time) {
         self.flush_deferred(now);
-        if self.asl.is_empty() {
+        if !self.pacing() {
             return;
         }
         let late_floor =
             now.saturating_sub(Time::from(self.config.pull_burst - 1) * self.pull_interval);
         self.next_pull_at = self.next_pull_at.max(late_floor);
         while self.next_pull_at <= now {
-            let Some(idx) = self.asl.pop(self.config.policy) else {
+            let idx = if let Some(idx) = self.asl.pop(self.config.policy) {
+                let peer = &mut self.peers[idx];
+                peer.stats.pulls_sent = peer.stats.pulls_sent.wrapping_add(1);
+                self.owed_total -= 1;
+                if peer.owed() > 0 {
+                    self.asl.push(self.config.policy, idx, peer);
+                } else {
+                    peer.stats.active = false;
+                    if self.config.spare_pulls && !peer.spare {
+                        peer.spare = true;
+                        self.spare.push_back(idx);
+                    }
+                }
+                idx
+            } else if let Some(idx) = self.next_spare() {
+                let peer = &mut self.peers[idx];
+                peer.stats.pulls_sent = peer.stats.pulls_sent.wrapping_add(1);
+                peer.stats.spare_pulls += 1;
+                self.spare_sent += 1;
+                self.spare.push_back(idx);
+                idx
+            } else {
                 break;
             };
             let peer = &mut self.peers[idx];
-            peer.stats.pulls_sent = peer.stats.pulls_sent.wrapping_add(1);
-            self.owed_total -= 1;
-            if peer.owed() > 0 {
-                self.asl.push(self.config.policy, idx, peer);
-            } else {
-                peer.stats.active = false;
-            }
             // A deferred ACK to this sender goes now, as this PULL: every control
             // packet carries the pull number.
             let q = match peer.deferred.take() {
@@ -596,6 +655,25 @@ impl Receiver {
         self.drop_stale_deferred();
     }
 
+    /// Whether the pacer runs: a sender is owed a PULL, or may take a spare one.
+    fn pacing(&self) -> bool {
+        !self.asl.is_empty() || !self.spare.is_empty()
+    }
+
+    /// Takes off the front of the spare list the first sender that may still take a
+    /// spare PULL, dropping those that may not (back on the ASL, or a window
+    /// beyond their target).
+    fn next_spare(&mut self) -> Option<usize> {
+        while let Some(idx) = self.spare.pop_front() {
+            let peer = &mut self.peers[idx];
+            if peer.takes_spare(self.window_pulls) {
+                return Some(idx);
+            }
+            peer.spare = false;
+        }
+        None
+    }
+
     /// A snapshot of the state kept for `src`.
     pub fn sender(&self, src: PeerId) -> Option<SenderState> {
         self.index.get(&src).map(|&i| {
@@ -606,6 +684,11 @@ impl Receiver {
                 ..p.stats
             }
         })
+    }
+
+    /// Spare PULLs sent so far, to all senders ([`ReceiverConfig::spare_pulls`]).
+    pub fn spare_pulls_sent(&self) -> u64 {
+        self.spare_sent
     }
 
     /// The minimum time the access link stays busy with the demand already known,
@@ -640,6 +723,7 @@ impl Receiver {
         }
         self.control.retain(|q| q.peer != idx);
         self.deferred.retain(|&(_, i)| i != idx);
+        self.spare.retain(|&i| i != idx);
         self.peers[idx] = Peer::new(src);
         self.free.push(idx);
         true

@@ -160,7 +160,8 @@
 //!   credit, and the stalled-tunnel rule asks with an RTS at once. Credited, clamped
 //!   to the window as before, it would burst a window into a receiver that paced
 //!   none of it. (A smaller overshoot is credited, clamped: it is bounded by the
-//!   window either way.)
+//!   window either way. A receiver's spare PULLs, at most a window past the targets
+//!   it has seen, are one.)
 //! - **Far behind, with evidence.** A restarted receiver counts from zero again, so
 //!   its numbers lie behind ours, by as many PULLs as the tunnel ever received; taken
 //!   for stale packets they would be ignored until they caught up (20-35 s on the

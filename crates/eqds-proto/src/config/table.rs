@@ -55,6 +55,8 @@ pub struct EqdsTable {
     pub pull_burst: Option<u32>,
     /// Arriving control packets delay the next PULL.
     pub pace_control: Option<bool>,
+    /// Unused PULL slots go to senders whose demand was met.
+    pub spare_pulls: Option<bool>,
     /// Reorder queue span, in packets.
     pub reorder_window: Option<u32>,
     /// Reorder hole timeout.
@@ -89,6 +91,7 @@ impl EqdsTable {
         "pull_rate",
         "pull_burst",
         "pace_control",
+        "spare_pulls",
         "reorder_window",
         "reorder_timeout",
         "path_avoidance",
@@ -174,6 +177,7 @@ impl EqdsTable {
         }
         set(&mut c.pull_burst, self.pull_burst);
         set(&mut c.pace_control, self.pace_control);
+        set(&mut c.spare_pulls, self.spare_pulls);
         set(
             &mut c.reorder_window,
             self.reorder_window.map(ReorderSpan::Packets),

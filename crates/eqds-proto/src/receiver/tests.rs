@@ -423,3 +423,86 @@ fn a_forgotten_sender_leaves_no_credit_state_behind() {
     // Forgetting an id never seen changes nothing.
     assert!(!r.forget(99));
 }
+
+fn spare(window_pulls: u32) -> Receiver {
+    Receiver::new(ReceiverConfig {
+        window: window_pulls * 1500,
+        spare_pulls: true,
+        ..config(Policy::Fifo)
+    })
+}
+
+/// A window-bound sender's target is met and the ASL runs empty: without spare
+/// PULLs the pacer stops; with them it goes on, one per MTU-time, up to one window
+/// beyond the target, and then stops too.
+#[test]
+fn spare_pulls_fill_idle_slots_up_to_one_window_beyond_the_target() {
+    let mut off = Receiver::new(config(Policy::Fifo));
+    off.handle_data(0, 1, &data(0, 3), 1000);
+    drain(&mut off, 0);
+    assert_eq!(
+        run_pulls(&mut off, 100).len(),
+        3,
+        "off: the target and no more"
+    );
+    assert_eq!(off.sender(1).unwrap().spare_pulls, 0);
+
+    let mut r = spare(5);
+    r.handle_data(0, 1, &data(0, 3), 1000);
+    drain(&mut r, 0);
+    let pulls = run_pulls(&mut r, 100);
+    let times: Vec<Time> = pulls.iter().map(|&(t, _)| t).collect();
+    let expected: Vec<Time> = (0..8).map(|i| i * MTU_TIME).collect();
+    assert_eq!(times, expected, "3 owed, then 5 spare at the same pace");
+    let st = r.sender(1).unwrap();
+    assert_eq!((st.pulls_sent, st.pull_target, st.spare_pulls), (8, 3, 5));
+    assert_eq!(
+        r.poll_timeout(),
+        None,
+        "a window beyond the target: the pacer stops"
+    );
+    assert_eq!(r.busy_time_ns(), 0, "spare PULLs are owed to nobody");
+
+    // The sender spends them and asks for more: its target passes the pulls sent,
+    // it is owed PULLs again, and once those are met, spare ones follow anew.
+    r.handle_data(10 * MTU_TIME, 1, &data(1, 10), 1000);
+    drain(&mut r, 10 * MTU_TIME);
+    assert!(r.sender(1).unwrap().active);
+    let pulls = run_pulls(&mut r, 100);
+    assert_eq!(pulls.len(), 2 + 5);
+    assert_eq!(r.sender(1).unwrap().spare_pulls, 10);
+}
+
+/// Spare PULLs take only slots that no sender with demand takes: while one sender
+/// is owed PULLs, a satisfied one gets none, and it gets them again after.
+#[test]
+fn spare_pulls_never_take_a_slot_from_a_sender_with_demand() {
+    let mut r = spare(50);
+    r.handle_data(0, 1, &data(0, 2), 1000);
+    drain(&mut r, 0);
+    // Sender 1 is met after two PULLs; sender 2 then asks for ten.
+    let first = run_pulls(&mut r, 2);
+    assert!(first.iter().all(|&(_, p)| p == 1));
+    let t = 2 * MTU_TIME;
+    r.handle_data(t, 2, &data(0, 10), 1000);
+    drain(&mut r, t);
+    let pulls = run_pulls(&mut r, 14);
+    let order: Vec<PeerId> = pulls.iter().map(|&(_, p)| p).collect();
+    assert_eq!(order[..10], [2; 10], "the owed PULLs first, back to back");
+    // Then both are met and share the spare slots round robin.
+    assert_eq!(order[10..], [1, 2, 1, 2]);
+    assert_eq!(r.sender(2).unwrap().pulls_sent, 12);
+}
+
+/// A forgotten sender leaves the spare list too: the next sender with its id gets
+/// nothing it did not ask for.
+#[test]
+fn a_forgotten_sender_takes_no_spare_pulls() {
+    let mut r = spare(50);
+    r.handle_data(0, 1, &data(0, 1), 1000);
+    drain(&mut r, 0);
+    assert_eq!(run_pulls(&mut r, 3).len(), 3);
+    assert!(r.forget(1));
+    assert_eq!(r.poll_timeout(), None);
+    assert!(r.sender(1).is_none());
+}

@@ -212,15 +212,16 @@ impl<P> Tunnel<P> {
     }
 
     /// The common cases of [`Tunnel::hear_pull_number`], cheap enough for every
-    /// control packet: a rise within the targets we sent becomes credit, a number
-    /// at most a window behind is an overtaken packet. Returns `false`, changing
-    /// nothing, when the number needs the full rules.
+    /// control packet: a rise up to a window past the targets we sent becomes credit
+    /// (past them: a receiver's spare PULLs), a number at most a window behind is an
+    /// overtaken packet. Returns `false`, changing nothing, when the number needs
+    /// the full rules.
     pub(super) fn credit_pull_number(&mut self, pull_no: u32, mtu: u32) -> bool {
         if self.pull_unsynced || self.forsaken.is_some() {
             return false;
         }
         let gained = seq_diff(pull_no, self.highest_pull);
-        let common = if gained > 0 && seq_diff(pull_no, self.last_target) <= 0 {
+        let common = if gained > 0 && seq_diff(pull_no, self.last_target) <= self.window_pulls {
             self.credit_pulls(pull_no, gained, mtu);
             true
         } else {

@@ -203,6 +203,7 @@ pub fn receiver_config(ack_coalesce: u32, ack_delay: Time) -> ReceiverConfig {
         policy: Policy::Fifo,
         ack_coalesce,
         ack_delay,
+        spare_pulls: false,
     }
 }
 

@@ -84,6 +84,11 @@ impl Simulation {
             "peak_in_flight_bytes_per_host": eqds.hosts.iter().map(|h| h.host.uplink().peak_in_flight_bytes()).max(),
         }))
         .map(|mut v| {
+            // Only runs whose receivers may send them count spare PULLs.
+            if eqds.settings.config.spare_pulls {
+                let spare: u64 = eqds.hosts.iter().map(|h| h.host.credit().spare_pulls_sent()).sum();
+                v["spare_pulls"] = spare.into();
+            }
             // Only runs with an RDMA EQIF report one.
             if let Some(rdma) = eqds.rdma_totals(self.now) {
                 v["rdma"] = serde_json::to_value(rdma).unwrap_or_default();
