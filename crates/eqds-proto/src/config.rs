@@ -171,12 +171,18 @@ impl EqdsConfig {
     /// The simulator's profile: the paper's values, with a window of `bdp_packets`
     /// (one bandwidth-delay product of the network's longest loaded round trip, the
     /// paper's sizing, §4.2), and, when only native applications write into EQDS
-    /// (`transports_tunnelled` false), a small demand lookahead: they queue all
-    /// they have.
+    /// (`transports_tunnelled` false), a small demand lookahead (they queue all
+    /// they have) and spare PULLs, as the authors' htsim model of native EQDS runs
+    /// (its pull pacer's PULLs to idle senders): the simulated results that native
+    /// EQDS is compared against come from that model. Tunnelled transports keep
+    /// the paper's constant window, as the kernel and DPDK builds it describes, and
+    /// so does RTS mode (`EqdsTable::apply`: without trimming, credit beyond the
+    /// window is loss).
     pub fn simulator(bdp_packets: u32, transports_tunnelled: bool) -> Self {
         Self {
             window: bdp_packets.clamp(1, MAX_WINDOW),
             demand_lookahead: (!transports_tunnelled).then_some(NATIVE_DEMAND_LOOKAHEAD),
+            spare_pulls: !transports_tunnelled,
             credit_loss_timeout: Some(PS_PER_MS),
             ..Self::default()
         }

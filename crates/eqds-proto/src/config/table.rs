@@ -177,6 +177,14 @@ impl EqdsTable {
         }
         set(&mut c.pull_burst, self.pull_burst);
         set(&mut c.pace_control, self.pace_control);
+        // Spare PULLs grant credit beyond the window that bounds a tunnel's queue in
+        // the network: a trimming network (NDP mode) cuts what overflows to headers,
+        // one that does not (RTS mode) drops it and the tunnel waits for its
+        // retransmit timeout. So a profile's spare PULLs hold in NDP mode only,
+        // unless the table says otherwise.
+        if c.mode == Mode::Rts {
+            c.spare_pulls = false;
+        }
         set(&mut c.spare_pulls, self.spare_pulls);
         set(
             &mut c.reorder_window,

@@ -105,7 +105,9 @@ mod table {
             "mode" => "\"rts\"",
             "policy" => "\"fifo\"",
             "ecn_max_p" | "pull_rate" => "0.5",
-            "acks_first" | "pace_control" | "thin_stream_credit" | "path_stats" => "true",
+            "acks_first" | "pace_control" | "spare_pulls" | "thin_stream_credit" | "path_stats" => {
+                "true"
+            }
             "rto"
             | "credit_loss_timeout"
             | "ack_delay"
@@ -173,4 +175,38 @@ mod table {
         assert_eq!(c.policy, Policy::StrictPriority);
         assert_eq!(t.deprecations().len(), 1);
     }
+}
+
+/// Spare PULLs: on for native EQDS in the simulator's NDP profile, off for tunnelled
+/// transports and the daemon; RTS mode turns a profile's off (no trimming repairs
+/// what they overflow) unless the table sets them itself.
+#[cfg(feature = "config")]
+#[test]
+fn spare_pulls_default_to_ndp_mode_native_eqds_only() {
+    assert!(EqdsConfig::simulator(50, false).spare_pulls);
+    assert!(!EqdsConfig::simulator(50, true).spare_pulls);
+    assert!(!EqdsConfig::daemon().spare_pulls);
+    let native = EqdsConfig::simulator(50, false);
+    let table = |mode: Option<&str>, spare: Option<bool>| EqdsTable {
+        mode: mode.map(String::from),
+        spare_pulls: spare,
+        ..EqdsTable::default()
+    };
+    assert!(table(None, None).apply(&native).unwrap().spare_pulls);
+    assert!(table(Some("ndp"), None).apply(&native).unwrap().spare_pulls);
+    assert!(!table(Some("rts"), None).apply(&native).unwrap().spare_pulls);
+    assert!(
+        table(Some("rts"), Some(true))
+            .apply(&native)
+            .unwrap()
+            .spare_pulls
+    );
+    assert!(!table(None, Some(false)).apply(&native).unwrap().spare_pulls);
+    let tunnelled = EqdsConfig::simulator(50, true);
+    assert!(
+        table(None, Some(true))
+            .apply(&tunnelled)
+            .unwrap()
+            .spare_pulls
+    );
 }
