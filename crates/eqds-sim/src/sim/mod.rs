@@ -168,25 +168,89 @@ impl Simulation {
     }
 
     /// Starts loading what the next events will touch, in stages so that each load
-    /// has time to arrive before the next stage needs it. `PACKET_LEAD + 1` events
-    /// ahead: the packet of an arrival (and its EQDS header at a host); the port of a transmitter freeing up and its
-    /// queue's state. `ROUTE_LEAD + 1` events ahead (the packet is loaded by then):
-    /// for an arrival at a switch, the output port it will be routed to and that
-    /// port's queue state. The next event: the head of the freeing port's queue.
+    /// has time to arrive before the next stage needs it.
+    ///
+    /// `PACKET_LEAD + 1` events ahead: the packet of an arrival (and at a host under
+    /// EQDS, its EQDS header, the host's EQDS state and its NIC port); the port of a
+    /// transmitter freeing up and its queue's state; the host's EQDS state for its
+    /// timer; an endpoint's entry in the endpoint table for its timer.
+    /// `ROUTE_LEAD + 1` events ahead (the packet is loaded by then): for an arrival
+    /// at a switch, the output port it will be routed to and that port's queue
+    /// state; for an arrival at a host for an endpoint, the endpoint's entry in the
+    /// table, and one event later the endpoint itself (as for a timer). The next
+    /// event: the head of the freeing port's queue.
+    ///
+    /// Instructions per event do not grow with the network; what grows is the share
+    /// of these loads that miss every cache (BENCHMARKS.md, "Per-event cost against
+    /// network size").
     #[inline]
     fn prefetch_ahead(&self) {
         const PACKET_LEAD: usize = 4;
         const ROUTE_LEAD: usize = 1;
+        /// Lines of a host's EQDS state loaded ahead: its first four hold what
+        /// every EQDS event on the host reads first; loading all of it (about 20
+        /// lines) was no faster.
+        const EQDS_HOST_LINES: usize = 4;
         let w = &self.world;
         if let Some(&Event::TxDone { port }) = w.events.peek_cheap(0) {
             if let Some(q) = w.net.queues.get(port as usize) {
                 q.prefetch_head();
             }
         }
-        // An arrival at a switch, plain or saying which link it came on (PFC, the
-        // hardware trimming switch): the link's far end is in the port the arrival
-        // names.
-        let at_switch = match w.events.peek_cheap(ROUTE_LEAD) {
+        if let Some((s, pkt)) = self.switch_arrival(ROUTE_LEAD) {
+            if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
+                let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
+                self.prefetch_port(out);
+            }
+        }
+        // An arrival at a host for an endpoint, and an endpoint's timer: first the
+        // endpoint's box, then (its address loaded) the endpoint.
+        for (lead, deref) in [(ROUTE_LEAD + 1, false), (ROUTE_LEAD, true)] {
+            if let Some(&Event::Arrive {
+                at: Node::Host(_),
+                pkt,
+            }) = w.events.peek_cheap(lead)
+            {
+                if let Some(p) = w.pkts.try_get(pkt) {
+                    if !p.has(flags::EQDS) {
+                        self.prefetch_endpoint(p.dst_endpoint, deref);
+                    }
+                }
+            }
+        }
+        if let Some(&Event::Timer { endpoint }) = w.events.peek_cheap(ROUTE_LEAD + 1) {
+            self.prefetch_endpoint(endpoint, true);
+        }
+        match w.events.peek_cheap(PACKET_LEAD) {
+            Some(&Event::ArriveFrom { pkt, .. }) => w.pkts.prefetch(pkt),
+            Some(&Event::Arrive { at, pkt }) => {
+                w.pkts.prefetch(pkt);
+                if let (Node::Host(h), Some(eqds)) = (at, &w.eqds) {
+                    eqds.tags.prefetch(pkt);
+                    eqds.prefetch_host(h, EQDS_HOST_LINES);
+                    if let Some(nic) = w.net.ports.get(w.net.host_port(h) as usize) {
+                        nic.prefetch();
+                    }
+                }
+            }
+            Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
+            Some(&Event::EqdsTimer { host }) => {
+                if let Some(eqds) = &w.eqds {
+                    eqds.prefetch_host(host, EQDS_HOST_LINES);
+                }
+            }
+            Some(&Event::Timer { endpoint }) => self.prefetch_endpoint(endpoint, false),
+            _ => {}
+        }
+    }
+
+    /// The switch and packet of an arrival at a switch `lead` events ahead, plain or
+    /// saying which link it came on (PFC, the hardware trimming switch): the link's
+    /// far end is in the port the arrival names.
+    #[inline]
+    fn switch_arrival(&self, lead: usize) -> Option<(u32, PacketId)> {
+        let w = &self.world;
+        match w.events.peek_cheap(lead) {
             Some(&Event::Arrive {
                 at: Node::Switch(s),
                 pkt,
@@ -199,23 +263,20 @@ impl Simulation {
                 None => None,
             },
             _ => None,
-        };
-        if let Some((s, pkt)) = at_switch {
-            if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
-                let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
-                self.prefetch_port(out);
-            }
         }
-        match w.events.peek_cheap(PACKET_LEAD) {
-            Some(&Event::ArriveFrom { pkt, .. }) => w.pkts.prefetch(pkt),
-            Some(&Event::Arrive { at, pkt }) => {
-                w.pkts.prefetch(pkt);
-                if let (Node::Host(_), Some(eqds)) = (at, &w.eqds) {
-                    eqds.tags.prefetch(pkt);
-                }
+    }
+
+    /// Starts loading endpoint `ep`'s entry in the table, or (`deref`) the endpoint.
+    #[inline]
+    fn prefetch_endpoint(&self, ep: EndpointId, deref: bool) {
+        if let Some(e) = self.endpoints.get(ep as usize) {
+            if !deref {
+                crate::engine::prefetch(e);
+            } else if let Some(b) = e {
+                let p = &**b as *const dyn Endpoint as *const u8;
+                crate::engine::prefetch(p);
+                crate::engine::prefetch(p.wrapping_add(64));
             }
-            Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
-            _ => {}
         }
     }
 
