@@ -168,17 +168,22 @@ impl Simulation {
     }
 
     /// Starts loading what the next events will touch, in stages so that each load
-    /// has time to arrive before the next stage needs it.
+    /// has time to arrive before the next stage needs it. Counting the next event as
+    /// one ahead:
     ///
-    /// `PACKET_LEAD + 1` events ahead: the packet of an arrival (and at a host under
-    /// EQDS, its EQDS header, the host's EQDS state and its NIC port); the port of a
-    /// transmitter freeing up and its queue's state; the host's EQDS state for its
-    /// timer; an endpoint's entry in the endpoint table for its timer.
-    /// `ROUTE_LEAD + 1` events ahead (the packet is loaded by then): for an arrival
-    /// at a switch, the output port it will be routed to and that port's queue
-    /// state; for an arrival at a host for an endpoint, the endpoint's entry in the
-    /// table, and one event later the endpoint itself (as for a timer). The next
-    /// event: the head of the freeing port's queue.
+    /// - `PACKET_LEAD + 1` ahead: the packet of an arrival (and at a host under
+    ///   EQDS, its EQDS header, the host's EQDS state, its NIC port and the address
+    ///   of that port's queue); the port of a transmitter freeing up and its queue's
+    ///   state; for an EQDS timer, the host's EQDS state and NIC as for an arrival;
+    ///   for an endpoint's timer, its entry in the endpoint table.
+    /// - `ROUTE_LEAD + 2` ahead: an EQDS host's NIC queue state (its address loaded
+    ///   by then); for an arrival at a host for an endpoint, the endpoint's entry in
+    ///   the table (the packet naming it is loaded); for an endpoint's timer, the
+    ///   endpoint.
+    /// - `ROUTE_LEAD + 1` ahead: for an arrival at a switch, the output port it will
+    ///   be routed to and that port's queue state; for an arrival at a host for an
+    ///   endpoint, the endpoint.
+    /// - The next event: the head of the freeing port's queue.
     ///
     /// Instructions per event do not grow with the network; what grows is the share
     /// of these loads that miss every cache (BENCHMARKS.md, "Per-event cost against
@@ -201,6 +206,20 @@ impl Simulation {
             if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
                 let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
                 self.prefetch_port(out);
+            }
+        }
+        // EQDS at a host pumps its NIC queue after every event there: that queue's
+        // state, its address loaded since `PACKET_LEAD`.
+        if w.eqds.is_some() {
+            let host = match w.events.peek_cheap(ROUTE_LEAD + 1) {
+                Some(&Event::Arrive {
+                    at: Node::Host(h), ..
+                }) => Some(h),
+                Some(&Event::EqdsTimer { host }) => Some(host),
+                _ => None,
+            };
+            if let Some(q) = host.and_then(|h| w.net.queues.get(w.net.host_port(h) as usize)) {
+                crate::net::queue::prefetch_state(&**q);
             }
         }
         // An arrival at a host for an endpoint, and an endpoint's timer: first the
@@ -228,15 +247,14 @@ impl Simulation {
                 if let (Node::Host(h), Some(eqds)) = (at, &w.eqds) {
                     eqds.tags.prefetch(pkt);
                     eqds.prefetch_host(h, EQDS_HOST_LINES);
-                    if let Some(nic) = w.net.ports.get(w.net.host_port(h) as usize) {
-                        nic.prefetch();
-                    }
+                    self.prefetch_nic(h);
                 }
             }
             Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
             Some(&Event::EqdsTimer { host }) => {
                 if let Some(eqds) = &w.eqds {
                     eqds.prefetch_host(host, EQDS_HOST_LINES);
+                    self.prefetch_nic(host);
                 }
             }
             Some(&Event::Timer { endpoint }) => self.prefetch_endpoint(endpoint, false),
@@ -277,6 +295,19 @@ impl Simulation {
                 crate::engine::prefetch(p);
                 crate::engine::prefetch(p.wrapping_add(64));
             }
+        }
+    }
+
+    /// Starts loading host `host`'s NIC port and the address of its queue
+    /// discipline (whose state `prefetch_ahead` loads a few events later).
+    #[inline]
+    fn prefetch_nic(&self, host: HostId) {
+        let nic = self.world.net.host_port(host) as usize;
+        if let Some(p) = self.world.net.ports.get(nic) {
+            p.prefetch();
+        }
+        if let Some(q) = self.world.net.queues.get(nic) {
+            crate::engine::prefetch(q);
         }
     }
 
