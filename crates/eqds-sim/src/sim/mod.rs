@@ -15,8 +15,9 @@ pub use build::build_network;
 use crate::engine::Event;
 use crate::eqds::EqdsLayer;
 use crate::flow::{FlowRecord, FlowSpec};
-use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId, SwitchId};
 use crate::net::packet::flags;
+use crate::net::port::Port;
 use crate::net::Network;
 use crate::transport::{Ctx, Endpoint};
 use crate::units::Time;
@@ -197,50 +198,55 @@ impl Simulation {
         /// lines) was no faster.
         const EQDS_HOST_LINES: usize = 4;
         let w = &self.world;
-        if let Some(&Event::TxDone { port }) = w.events.peek_cheap(0) {
+        let ahead = w.events.ahead();
+        if let Some(&Event::TxDone { port }) = ahead.get(0) {
             if let Some(q) = w.net.queues.get(port as usize) {
                 q.prefetch_head();
             }
         }
-        if let Some((s, pkt)) = self.switch_arrival(ROUTE_LEAD) {
-            if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
-                let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
-                self.prefetch_port(out);
-            }
-        }
-        // EQDS at a host pumps its NIC queue after every event there: that queue's
-        // state, its address loaded since `PACKET_LEAD`.
-        if w.eqds.is_some() {
-            let host = match w.events.peek_cheap(ROUTE_LEAD + 1) {
-                Some(&Event::Arrive {
-                    at: Node::Host(h), ..
-                }) => Some(h),
-                Some(&Event::EqdsTimer { host }) => Some(host),
-                _ => None,
-            };
-            if let Some(q) = host.and_then(|h| w.net.queues.get(w.net.host_port(h) as usize)) {
-                crate::net::queue::prefetch_state(&**q);
-            }
-        }
-        // An arrival at a host for an endpoint, and an endpoint's timer: first the
-        // endpoint's box, then (its address loaded) the endpoint.
-        for (lead, deref) in [(ROUTE_LEAD + 1, false), (ROUTE_LEAD, true)] {
-            if let Some(&Event::Arrive {
-                at: Node::Host(_),
+        match ahead.get(ROUTE_LEAD) {
+            Some(&Event::Arrive {
+                at: Node::Switch(s),
                 pkt,
-            }) = w.events.peek_cheap(lead)
-            {
-                if let Some(p) = w.pkts.try_get(pkt) {
-                    if !p.has(flags::EQDS) {
-                        self.prefetch_endpoint(p.dst_endpoint, deref);
-                    }
+            }) => self.prefetch_route(s, pkt),
+            // An arrival saying which link it came on (PFC, the hardware trimming
+            // switch): the link's far end is in the port the arrival names.
+            Some(&Event::ArriveFrom { port, pkt }) => {
+                if let Some(&Port {
+                    peer: Node::Switch(s),
+                    ..
+                }) = w.net.ports.get(port as usize)
+                {
+                    self.prefetch_route(s, pkt);
                 }
             }
+            Some(&Event::Arrive {
+                at: Node::Host(_),
+                pkt,
+            }) => {
+                if let Some(p) = w.pkts.try_get(pkt).filter(|p| !p.has(flags::EQDS)) {
+                    self.prefetch_endpoint(p.dst_endpoint, true);
+                }
+            }
+            _ => {}
         }
-        if let Some(&Event::Timer { endpoint }) = w.events.peek_cheap(ROUTE_LEAD + 1) {
-            self.prefetch_endpoint(endpoint, true);
+        match ahead.get(ROUTE_LEAD + 1) {
+            // EQDS at a host pumps its NIC queue after every event there: that
+            // queue's state (its address loaded since `PACKET_LEAD`). An arrival
+            // for an endpoint: the endpoint's entry in the table.
+            Some(&Event::Arrive {
+                at: Node::Host(h),
+                pkt,
+            }) => match w.pkts.try_get(pkt) {
+                Some(p) if p.has(flags::EQDS) => self.prefetch_nic_queue(h),
+                Some(p) => self.prefetch_endpoint(p.dst_endpoint, false),
+                None => {}
+            },
+            Some(&Event::EqdsTimer { host }) => self.prefetch_nic_queue(host),
+            Some(&Event::Timer { endpoint }) => self.prefetch_endpoint(endpoint, true),
+            _ => {}
         }
-        match w.events.peek_cheap(PACKET_LEAD) {
+        match ahead.get(PACKET_LEAD) {
             Some(&Event::ArriveFrom { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::Arrive { at, pkt }) => {
                 w.pkts.prefetch(pkt);
@@ -262,25 +268,25 @@ impl Simulation {
         }
     }
 
-    /// The switch and packet of an arrival at a switch `lead` events ahead, plain or
-    /// saying which link it came on (PFC, the hardware trimming switch): the link's
-    /// far end is in the port the arrival names.
+    /// Starts loading the output port switch `s` will route packet `pkt` to, and
+    /// that port's queue state.
     #[inline]
-    fn switch_arrival(&self, lead: usize) -> Option<(u32, PacketId)> {
+    fn prefetch_route(&self, s: SwitchId, pkt: PacketId) {
         let w = &self.world;
-        match w.events.peek_cheap(lead) {
-            Some(&Event::Arrive {
-                at: Node::Switch(s),
-                pkt,
-            }) => Some((s, pkt)),
-            Some(&Event::ArriveFrom { port, pkt }) => match w.net.ports.get(port as usize) {
-                Some(p) => match p.peer {
-                    Node::Switch(s) => Some((s, pkt)),
-                    Node::Host(_) => None,
-                },
-                None => None,
-            },
-            _ => None,
+        if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
+            let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
+            self.prefetch_port(out);
+        }
+    }
+
+    /// Starts loading the state of host `host`'s NIC queue, if it runs EQDS.
+    #[inline]
+    fn prefetch_nic_queue(&self, host: HostId) {
+        let w = &self.world;
+        if w.eqds.is_some() {
+            if let Some(q) = w.net.queues.get(w.net.host_port(host) as usize) {
+                crate::net::queue::prefetch_state(&**q);
+            }
         }
     }
 
