@@ -130,7 +130,8 @@ const CHUNK_MASK: usize = CHUNK - 1;
 /// access costs one more load that hits.
 #[derive(Default)]
 pub struct PacketSlab {
-    chunks: Vec<Vec<Packet>>,
+    /// Whole chunks, so that indexing within one needs no check.
+    chunks: Vec<Box<[Packet; CHUNK]>>,
     /// Slots ever used (the next new slot's id).
     len: u32,
     free: Vec<PacketId>,
@@ -148,25 +149,23 @@ impl PacketSlab {
     pub fn alloc(&mut self, pkt: Packet) -> PacketId {
         self.live += 1;
         self.peak = self.peak.max(self.live);
-        if let Some(id) = self.free.pop() {
-            *self.get_mut(id) = pkt;
-            id
-        } else {
-            self.push(pkt)
-        }
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => self.new_slot(),
+        };
+        *self.get_mut(id) = pkt;
+        id
     }
 
-    /// A slot never used before, at the end.
-    #[inline]
-    fn push(&mut self, pkt: Packet) -> PacketId {
+    /// A slot never used before, at the end (a new chunk every `CHUNK` slots).
+    #[inline(never)]
+    fn new_slot(&mut self) -> PacketId {
         let id = self.len;
         if id as usize & CHUNK_MASK == 0 {
-            self.chunks.push(Vec::with_capacity(CHUNK));
+            let chunk: Box<[Packet]> = vec![Packet::default(); CHUNK].into_boxed_slice();
+            self.chunks
+                .push(chunk.try_into().expect("the chunk has CHUNK packets"));
         }
-        self.chunks
-            .last_mut()
-            .expect("a chunk was just made if none had room")
-            .push(pkt);
         self.len += 1;
         id
     }
@@ -188,10 +187,11 @@ impl PacketSlab {
     /// The packet, if `id` names a slot (live or not); for prefetch decisions only.
     #[inline]
     pub fn try_get(&self, id: PacketId) -> Option<&Packet> {
+        if id >= self.len {
+            return None;
+        }
         let id = id as usize;
-        self.chunks
-            .get(id >> CHUNK_SHIFT)
-            .and_then(|c| c.get(id & CHUNK_MASK))
+        Some(&self.chunks.get(id >> CHUNK_SHIFT)?[id & CHUNK_MASK])
     }
 
     #[inline]
