@@ -34,7 +34,7 @@ const PER_PORT: f64 = 512.0;
 const PER_FLOW: f64 = 320.0;
 /// A started flow's sender and receiver (measured: about 950 B for TCP).
 const PER_OPEN_FLOW: f64 = 1024.0;
-/// A packet: its slot in the packet slab (which grows by doubling), its events, its
+/// A packet: its slot in the packet slab (grown a 1 MiB chunk at a time), its events, its
 /// place in a queue, and what its sender keeps about it until it is answered
 /// (measured: 160-300 B).
 const PER_PACKET: f64 = 320.0;

@@ -69,6 +69,17 @@ impl Ord for FarEntry {
     }
 }
 
+/// The next events in the bucket being drained (`EventQueue::ahead`).
+pub struct Ahead<'a>(&'a [Entry]);
+
+impl Ahead<'_> {
+    /// The event `depth + 1` pops from now, if it is in the bucket being drained.
+    #[inline]
+    pub fn get(&self, depth: usize) -> Option<&Event> {
+        self.0.get(depth).map(|e| &e.event)
+    }
+}
+
 pub struct EventQueue {
     /// The ring. Bucket `b & MASK` holds events of absolute bucket `b` for
     /// `cur <= b < cur + NBUCKETS`.
@@ -239,15 +250,16 @@ impl EventQueue {
         (slot as u64).wrapping_sub(self.cur) & MASK
     }
 
-    /// The event that `pop` would return next, when it is cheap to tell (it is in the
-    /// bucket being drained); used to prefetch what that event will touch.
+    /// The events `pop` will return next from the bucket being drained, in order
+    /// (none while that bucket is unsorted): what the run loop prefetches for. One
+    /// call serves every look ahead of an event.
     #[inline]
-    pub fn peek_cheap(&self, depth: usize) -> Option<&Event> {
+    pub fn ahead(&self) -> Ahead<'_> {
         if !self.cur_sorted {
-            return None;
+            return Ahead(&[]);
         }
         let bucket = &self.buckets[(self.cur & MASK) as usize];
-        bucket.get(self.head + depth).map(|e| &e.event)
+        Ahead(bucket.get(self.head..).unwrap_or(&[]))
     }
 
     pub fn len(&self) -> usize {

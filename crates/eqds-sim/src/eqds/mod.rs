@@ -256,6 +256,22 @@ impl EqdsHost {
     }
 }
 
+impl EqdsLayer {
+    /// Starts loading host `host`'s EQDS state, `lines` cache lines of it at most: its
+    /// timer, NIC and writer fields and the protocol core's own fields sit in one
+    /// large struct per host, the first thing every EQDS event on that host reads.
+    #[inline]
+    pub fn prefetch_host(&self, host: HostId, lines: usize) {
+        if let Some(h) = self.hosts.get(host as usize) {
+            let p = h as *const EqdsHost as *const u8;
+            let n = std::mem::size_of::<EqdsHost>().div_ceil(64).min(lines);
+            for line in 0..n {
+                crate::engine::prefetch(p.wrapping_add(64 * line));
+            }
+        }
+    }
+}
+
 /// EQDS on every host of a run.
 pub struct EqdsLayer {
     pub settings: EqdsSettings,

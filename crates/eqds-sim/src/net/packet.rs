@@ -114,10 +114,26 @@ impl Packet {
     }
 }
 
+/// Packets per chunk of the slab: 2^14 packets, 1 MiB.
+const CHUNK_SHIFT: u32 = 14;
+const CHUNK: usize = 1 << CHUNK_SHIFT;
+const CHUNK_MASK: usize = CHUNK - 1;
+
 /// Owner of every live packet.
+///
+/// Slots live in fixed chunks rather than one vector: a large run holds millions of
+/// packets at its peak (1.8 M on a k=32 fat tree under EQDS, 115 MB), and a vector
+/// that doubles to get there copies every packet into fresh memory at each step and
+/// leaves the old copies behind. Freshly touched memory is the dearest there is
+/// (the kernel clears every page, and under a hypervisor backs it first). A chunk,
+/// once made, stays put; the chunk table is small enough to stay in cache, so an
+/// access costs one more load that hits.
 #[derive(Default)]
 pub struct PacketSlab {
-    slots: Vec<Packet>,
+    /// Whole chunks, so that indexing within one needs no check.
+    chunks: Vec<Box<[Packet; CHUNK]>>,
+    /// Slots ever used (the next new slot's id).
+    len: u32,
     free: Vec<PacketId>,
     live: u32,
     /// Most packets alive at once (sizing aid, reported in the summary).
@@ -133,13 +149,25 @@ impl PacketSlab {
     pub fn alloc(&mut self, pkt: Packet) -> PacketId {
         self.live += 1;
         self.peak = self.peak.max(self.live);
-        if let Some(id) = self.free.pop() {
-            self.slots[id as usize] = pkt;
-            id
-        } else {
-            self.slots.push(pkt);
-            (self.slots.len() - 1) as PacketId
+        let id = match self.free.pop() {
+            Some(id) => id,
+            None => self.new_slot(),
+        };
+        *self.get_mut(id) = pkt;
+        id
+    }
+
+    /// A slot never used before, at the end (a new chunk every `CHUNK` slots).
+    #[inline(never)]
+    fn new_slot(&mut self) -> PacketId {
+        let id = self.len;
+        if id as usize & CHUNK_MASK == 0 {
+            let chunk: Box<[Packet]> = vec![Packet::default(); CHUNK].into_boxed_slice();
+            self.chunks
+                .push(chunk.try_into().expect("the chunk has CHUNK packets"));
         }
+        self.len += 1;
+        id
     }
 
     #[inline]
@@ -151,7 +179,7 @@ impl PacketSlab {
 
     #[inline]
     pub fn prefetch(&self, id: PacketId) {
-        if let Some(p) = self.slots.get(id as usize) {
+        if let Some(p) = self.try_get(id) {
             crate::engine::prefetch(p);
         }
     }
@@ -159,17 +187,23 @@ impl PacketSlab {
     /// The packet, if `id` names a slot (live or not); for prefetch decisions only.
     #[inline]
     pub fn try_get(&self, id: PacketId) -> Option<&Packet> {
-        self.slots.get(id as usize)
+        if id >= self.len {
+            return None;
+        }
+        let id = id as usize;
+        Some(&self.chunks.get(id >> CHUNK_SHIFT)?[id & CHUNK_MASK])
     }
 
     #[inline]
     pub fn get(&self, id: PacketId) -> &Packet {
-        &self.slots[id as usize]
+        let id = id as usize;
+        &self.chunks[id >> CHUNK_SHIFT][id & CHUNK_MASK]
     }
 
     #[inline]
     pub fn get_mut(&mut self, id: PacketId) -> &mut Packet {
-        &mut self.slots[id as usize]
+        let id = id as usize;
+        &mut self.chunks[id >> CHUNK_SHIFT][id & CHUNK_MASK]
     }
 
     pub fn live(&self) -> u32 {
@@ -211,5 +245,27 @@ mod tests {
         assert_eq!(slab.get(c).size, 3);
         assert_eq!(slab.live(), 2);
         assert_eq!(slab.peak(), 2);
+    }
+
+    #[test]
+    fn ids_cross_chunks_in_order() {
+        let mut slab = PacketSlab::new();
+        let n = 2 * CHUNK as u32 + 3;
+        for i in 0..n {
+            let id = slab.alloc(Packet {
+                size: i,
+                ..Default::default()
+            });
+            assert_eq!(id, i);
+        }
+        for i in [0, CHUNK as u32 - 1, CHUNK as u32, n - 1] {
+            assert_eq!(slab.get(i).size, i);
+            assert_eq!(slab.try_get(i).map(|p| p.size), Some(i));
+        }
+        assert!(slab.try_get(n).is_none());
+        slab.free(CHUNK as u32);
+        let again = slab.alloc(Packet::default());
+        assert_eq!(again, CHUNK as u32);
+        assert_eq!(slab.alloc(Packet::default()), n);
     }
 }

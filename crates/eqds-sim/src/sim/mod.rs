@@ -15,8 +15,9 @@ pub use build::build_network;
 use crate::engine::Event;
 use crate::eqds::EqdsLayer;
 use crate::flow::{FlowRecord, FlowSpec};
-use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId};
+use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId, SwitchId};
 use crate::net::packet::flags;
+use crate::net::port::Port;
 use crate::net::Network;
 use crate::transport::{Ctx, Endpoint};
 use crate::units::Time;
@@ -173,54 +174,151 @@ impl Simulation {
     }
 
     /// Starts loading what the next events will touch, in stages so that each load
-    /// has time to arrive before the next stage needs it. `PACKET_LEAD + 1` events
-    /// ahead: the packet of an arrival (and its EQDS header at a host); the port of a transmitter freeing up and its
-    /// queue's state. `ROUTE_LEAD + 1` events ahead (the packet is loaded by then):
-    /// for an arrival at a switch, the output port it will be routed to and that
-    /// port's queue state. The next event: the head of the freeing port's queue.
+    /// has time to arrive before the next stage needs it. Counting the next event as
+    /// one ahead:
+    ///
+    /// - `PACKET_LEAD + 1` ahead: the packet of an arrival (and at a host under
+    ///   EQDS, its EQDS header, the host's EQDS state, its NIC port and the address
+    ///   of that port's queue); the port of a transmitter freeing up and its queue's
+    ///   state; for an EQDS timer, the host's EQDS state and NIC as for an arrival;
+    ///   for an endpoint's timer, its entry in the endpoint table.
+    /// - `ROUTE_LEAD + 2` ahead: an EQDS host's NIC queue state (its address loaded
+    ///   by then); for an arrival at a host for an endpoint, the endpoint's entry in
+    ///   the table (the packet naming it is loaded); for an endpoint's timer, the
+    ///   endpoint.
+    /// - `ROUTE_LEAD + 1` ahead: for an arrival at a switch, the output port it will
+    ///   be routed to and that port's queue state; for an arrival at a host for an
+    ///   endpoint, the endpoint.
+    /// - The next event: the head of the freeing port's queue.
+    ///
+    /// Instructions per event do not grow with the network; what grows is the share
+    /// of these loads that miss every cache (BENCHMARKS.md, "Per-event cost against
+    /// network size").
     #[inline]
     fn prefetch_ahead(&self) {
         const PACKET_LEAD: usize = 4;
         const ROUTE_LEAD: usize = 1;
+        /// Lines of a host's EQDS state loaded ahead: its first four hold what
+        /// every EQDS event on the host reads first; loading all of it (about 20
+        /// lines) was no faster.
+        const EQDS_HOST_LINES: usize = 4;
         let w = &self.world;
-        if let Some(&Event::TxDone { port }) = w.events.peek_cheap(0) {
+        let ahead = w.events.ahead();
+        if let Some(&Event::TxDone { port }) = ahead.get(0) {
             if let Some(q) = w.net.queues.get(port as usize) {
                 q.prefetch_head();
             }
         }
-        // An arrival at a switch, plain or saying which link it came on (PFC, the
-        // hardware trimming switch): the link's far end is in the port the arrival
-        // names.
-        let at_switch = match w.events.peek_cheap(ROUTE_LEAD) {
+        match ahead.get(ROUTE_LEAD) {
             Some(&Event::Arrive {
                 at: Node::Switch(s),
                 pkt,
-            }) => Some((s, pkt)),
-            Some(&Event::ArriveFrom { port, pkt }) => match w.net.ports.get(port as usize) {
-                Some(p) => match p.peer {
-                    Node::Switch(s) => Some((s, pkt)),
-                    Node::Host(_) => None,
-                },
-                None => None,
-            },
-            _ => None,
-        };
-        if let Some((s, pkt)) = at_switch {
-            if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
-                let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
-                self.prefetch_port(out);
+            }) => self.prefetch_route(s, pkt),
+            // An arrival saying which link it came on (PFC, the hardware trimming
+            // switch): the link's far end is in the port the arrival names.
+            Some(&Event::ArriveFrom { port, pkt }) => {
+                if let Some(&Port {
+                    peer: Node::Switch(s),
+                    ..
+                }) = w.net.ports.get(port as usize)
+                {
+                    self.prefetch_route(s, pkt);
+                }
             }
+            Some(&Event::Arrive {
+                at: Node::Host(_),
+                pkt,
+            }) => {
+                if let Some(p) = w.pkts.try_get(pkt).filter(|p| !p.has(flags::EQDS)) {
+                    self.prefetch_endpoint(p.dst_endpoint, true);
+                }
+            }
+            _ => {}
         }
-        match w.events.peek_cheap(PACKET_LEAD) {
+        match ahead.get(ROUTE_LEAD + 1) {
+            // EQDS at a host pumps its NIC queue after every event there: that
+            // queue's state (its address loaded since `PACKET_LEAD`). An arrival
+            // for an endpoint: the endpoint's entry in the table.
+            Some(&Event::Arrive {
+                at: Node::Host(h),
+                pkt,
+            }) => match w.pkts.try_get(pkt) {
+                Some(p) if p.has(flags::EQDS) => self.prefetch_nic_queue(h),
+                Some(p) => self.prefetch_endpoint(p.dst_endpoint, false),
+                None => {}
+            },
+            Some(&Event::EqdsTimer { host }) => self.prefetch_nic_queue(host),
+            Some(&Event::Timer { endpoint }) => self.prefetch_endpoint(endpoint, true),
+            _ => {}
+        }
+        match ahead.get(PACKET_LEAD) {
             Some(&Event::ArriveFrom { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::Arrive { at, pkt }) => {
                 w.pkts.prefetch(pkt);
-                if let (Node::Host(_), Some(eqds)) = (at, &w.eqds) {
+                if let (Node::Host(h), Some(eqds)) = (at, &w.eqds) {
                     eqds.tags.prefetch(pkt);
+                    eqds.prefetch_host(h, EQDS_HOST_LINES);
+                    self.prefetch_nic(h);
                 }
             }
             Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
+            Some(&Event::EqdsTimer { host }) => {
+                if let Some(eqds) = &w.eqds {
+                    eqds.prefetch_host(host, EQDS_HOST_LINES);
+                    self.prefetch_nic(host);
+                }
+            }
+            Some(&Event::Timer { endpoint }) => self.prefetch_endpoint(endpoint, false),
             _ => {}
+        }
+    }
+
+    /// Starts loading the output port switch `s` will route packet `pkt` to, and
+    /// that port's queue state.
+    #[inline]
+    fn prefetch_route(&self, s: SwitchId, pkt: PacketId) {
+        let w = &self.world;
+        if let (Some(p), Some(sw)) = (w.pkts.try_get(pkt), w.net.switches.get(s as usize)) {
+            let out = sw.route(p.dst, p.entropy, w.net.load_balancing) as usize;
+            self.prefetch_port(out);
+        }
+    }
+
+    /// Starts loading the state of host `host`'s NIC queue, if it runs EQDS.
+    #[inline]
+    fn prefetch_nic_queue(&self, host: HostId) {
+        let w = &self.world;
+        if w.eqds.is_some() {
+            if let Some(q) = w.net.queues.get(w.net.host_port(host) as usize) {
+                crate::net::queue::prefetch_state(&**q);
+            }
+        }
+    }
+
+    /// Starts loading endpoint `ep`'s entry in the table, or (`deref`) the endpoint.
+    #[inline]
+    fn prefetch_endpoint(&self, ep: EndpointId, deref: bool) {
+        if let Some(e) = self.endpoints.get(ep as usize) {
+            if !deref {
+                crate::engine::prefetch(e);
+            } else if let Some(b) = e {
+                let p = &**b as *const dyn Endpoint as *const u8;
+                crate::engine::prefetch(p);
+                crate::engine::prefetch(p.wrapping_add(64));
+            }
+        }
+    }
+
+    /// Starts loading host `host`'s NIC port and the address of its queue
+    /// discipline (whose state `prefetch_ahead` loads a few events later).
+    #[inline]
+    fn prefetch_nic(&self, host: HostId) {
+        let nic = self.world.net.host_port(host) as usize;
+        if let Some(p) = self.world.net.ports.get(nic) {
+            p.prefetch();
+        }
+        if let Some(q) = self.world.net.queues.get(nic) {
+            crate::engine::prefetch(q);
         }
     }
 
