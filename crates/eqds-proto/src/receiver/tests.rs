@@ -424,12 +424,17 @@ fn a_forgotten_sender_leaves_no_credit_state_behind() {
     assert!(!r.forget(99));
 }
 
-fn spare(window_pulls: u32) -> Receiver {
-    Receiver::new(ReceiverConfig {
+/// A receiver with spare PULLs and a window of `window_pulls`, which sender 1 has
+/// just asked for `target` PULLs.
+fn spare(window_pulls: u32, target: u32) -> Receiver {
+    let mut r = Receiver::new(ReceiverConfig {
         window: window_pulls * 1500,
         spare_pulls: true,
         ..config(Policy::Fifo)
-    })
+    });
+    r.handle_data(0, 1, &data(0, target), 1000);
+    drain(&mut r, 0);
+    r
 }
 
 /// A window-bound sender's target is met and the ASL runs empty: without spare
@@ -447,9 +452,7 @@ fn spare_pulls_fill_idle_slots_up_to_one_window_beyond_the_target() {
     );
     assert_eq!(off.sender(1).unwrap().spare_pulls, 0);
 
-    let mut r = spare(5);
-    r.handle_data(0, 1, &data(0, 3), 1000);
-    drain(&mut r, 0);
+    let mut r = spare(5, 3);
     let pulls = run_pulls(&mut r, 100);
     let times: Vec<Time> = pulls.iter().map(|&(t, _)| t).collect();
     let expected: Vec<Time> = (0..8).map(|i| i * MTU_TIME).collect();
@@ -477,9 +480,7 @@ fn spare_pulls_fill_idle_slots_up_to_one_window_beyond_the_target() {
 /// is owed PULLs, a satisfied one gets none, and it gets them again after.
 #[test]
 fn spare_pulls_never_take_a_slot_from_a_sender_with_demand() {
-    let mut r = spare(50);
-    r.handle_data(0, 1, &data(0, 2), 1000);
-    drain(&mut r, 0);
+    let mut r = spare(50, 2);
     // Sender 1 is met after two PULLs; sender 2 then asks for ten.
     let first = run_pulls(&mut r, 2);
     assert!(first.iter().all(|&(_, p)| p == 1));
@@ -498,9 +499,7 @@ fn spare_pulls_never_take_a_slot_from_a_sender_with_demand() {
 /// nothing it did not ask for.
 #[test]
 fn a_forgotten_sender_takes_no_spare_pulls() {
-    let mut r = spare(50);
-    r.handle_data(0, 1, &data(0, 1), 1000);
-    drain(&mut r, 0);
+    let mut r = spare(50, 1);
     assert_eq!(run_pulls(&mut r, 3).len(), 3);
     assert!(r.forget(1));
     assert_eq!(r.poll_timeout(), None);
