@@ -267,9 +267,9 @@ def plot(perms: list[dict], path: Path) -> None:
         [x + len(labels) * width for x in range(len(ks))], theirs, width, label="htsim"
     )
     ax.set_xticks([x + width for x in range(len(ks))], [f"k={k}" for k in ks])
-    ax.set_ylim(0.8, 1.0)
+    ax.set_ylim(0.8, 1.04)
     ax.set_ylabel("per-flow new data / link rate")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", ncol=3)
     save(
         fig, path, ["k", "gbps", "config", "new_data_gbps", "host_up_utilisation"], rows
     )
