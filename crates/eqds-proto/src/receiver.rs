@@ -35,14 +35,14 @@
 //!   arrived. The answer repairs a lost final PULL (`sender.rs`, "Loss recovery")
 //!   even when the RTS brings no new demand.
 //!
-//! # Spare PULLs (off by default; not in the paper)
+//! # Spare PULLs (off in `ReceiverConfig::default`; not in the paper)
 //!
 //! Under §5's invariant a tunnel's credit loop holds W: one PULL per packet that
 //! arrives, and none beyond the target. A tunnel whose loaded round trip exceeds W's
 //! time at the link rate is therefore window-bound: its receiver's ASL runs empty
 //! between PULLs although the sender has data waiting, and the link idles. (At
 //! 100 Gbps, 4150-byte MTUs and W = 50, a k = 16 fat tree's loaded credit loop is
-//! about 18.5 us against W's 16.6 us: every flow of a permutation loses a tenth.)
+//! about 18.5 us against W's 16.6 us: every flow of a permutation loses about 8%.)
 //! With [`ReceiverConfig::spare_pulls`], a PULL slot that no sender on the ASL takes
 //! goes instead, round robin, to a sender whose demand was met, up to one window
 //! beyond its target: the receiver keeps its link busy while it has nothing better
@@ -584,8 +584,8 @@ impl Receiver {
             .saturating_add(Time::try_from(delay).unwrap_or(Time::MAX));
     }
 
-    /// When the pacer next has work: the next PULL, if any sender is owed one, or
-    /// the oldest deferred ACK's deadline.
+    /// When the pacer next has work: the next PULL, if any sender is owed one (or
+    /// may take a spare one), or the oldest deferred ACK's deadline.
     pub fn poll_timeout(&self) -> Option<Time> {
         let pull = self.pacing().then_some(self.next_pull_at);
         match (pull, self.deferred_timeout()) {
