@@ -10,8 +10,8 @@ pub type HostId = u32;
 pub type SwitchId = u32;
 /// Index of an output port (host NIC or switch port).
 pub type PortId = u32;
-/// Handle of a packet in the packet slab.
-pub type PacketId = u32;
+/// Handle of a packet in the packet slab (the queue disciplines' handle type).
+pub use eqds_queues::PacketId;
 /// Index of a flow in the flow table.
 pub type FlowId = u32;
 /// Index of a transport endpoint.

@@ -13,17 +13,9 @@ pub use timers::Timers;
 
 /// Asks the CPU to start loading the cache line at `p`. Processing an event takes a
 /// few hundred nanoseconds, about a memory access: prefetching what the next event
-/// will read (its packet, its port) hides that access behind the current event.
-#[inline(always)]
-pub fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+/// will read (its packet, its port) hides that access behind the current event. (The
+/// queue disciplines' crate has the one definition.)
+pub use eqds_queues::prefetch;
 
 use crate::ids::{EndpointId, FlowId, HostId, Node, PacketId, PortId, SwitchId};
 

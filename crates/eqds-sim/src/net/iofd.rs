@@ -54,7 +54,7 @@ use crate::engine::Event;
 use crate::ids::{FlowId, IdHasher, Node, PacketId, PortId, SwitchId};
 use crate::net::packet::{flags, Packet, PacketKind};
 use crate::net::port::{pfc_flags, PortCtx};
-use crate::net::queue::QueueDiscipline;
+use crate::net::queue::DynQueue;
 use crate::net::resequencer::{Held, Resequencer, ResequencerSettings};
 use crate::net::Network;
 use crate::units::Time;
@@ -288,7 +288,7 @@ impl Iofd {
     /// waits for [`Network::iofd_release`].
     pub fn steer(
         &mut self,
-        queues: &[Box<dyn QueueDiscipline>],
+        queues: &[Box<DynQueue>],
         sw: SwitchId,
         ecmp: PortId,
         p: &mut Packet,

@@ -37,7 +37,7 @@ pub struct Network {
     /// Port `p`'s queue discipline is `queues[p]`. Kept beside the ports rather than
     /// in them: this array of pointers is small enough to stay in cache, so finding a
     /// port's queue (to prefetch it) does not wait for the port itself to load.
-    pub queues: Vec<Box<dyn queue::QueueDiscipline>>,
+    pub queues: Vec<Box<queue::DynQueue>>,
     pub switches: Vec<Switch>,
     pub n_hosts: u32,
     pub load_balancing: LoadBalancing,
@@ -143,11 +143,7 @@ impl Network {
 
     /// Adds an unconnected port owned by `owner` (the builder wires it; a hardware
     /// switch's recirculation ports are added after the topology).
-    pub(crate) fn push_port(
-        &mut self,
-        owner: Node,
-        queue: Box<dyn queue::QueueDiscipline>,
-    ) -> PortId {
+    pub(crate) fn push_port(&mut self, owner: Node, queue: Box<queue::DynQueue>) -> PortId {
         let bypass_idle = queue.bypass_when_idle();
         let notify_departures = queue.wants_departures();
         self.ports.push(Port {
@@ -344,12 +340,12 @@ impl NetworkBuilder {
         self
     }
 
-    fn push_port(&mut self, owner: Node, queue: Box<dyn queue::QueueDiscipline>) -> PortId {
+    fn push_port(&mut self, owner: Node, queue: Box<queue::DynQueue>) -> PortId {
         self.net.push_port(owner, queue)
     }
 
     /// Replaces port `port`'s discipline (before the run starts).
-    fn set_queue(&mut self, port: PortId, queue: Box<dyn queue::QueueDiscipline>) {
+    fn set_queue(&mut self, port: PortId, queue: Box<queue::DynQueue>) {
         let p = &mut self.net.ports[port as usize];
         p.bypass_idle = queue.bypass_when_idle();
         p.notify_departures = queue.wants_departures();

@@ -34,18 +34,13 @@ impl PacketKind {
     }
 }
 
-/// Bit flags carried in [`Packet::flags`].
+/// Bit flags carried in [`Packet::flags`]. The four the queue disciplines read and
+/// set (ECT, CE, TRIMMED, RETURNED) are `eqds_queues::flags`'; the others are ours,
+/// in the bits it leaves free.
 pub mod flags {
-    /// ECN-capable transport (ECT(0)).
-    pub const ECT: u8 = 1 << 0;
-    /// Congestion experienced, set by a marking queue on an ECT packet.
-    pub const CE: u8 = 1 << 1;
+    pub use eqds_queues::flags::{CE, ECT, RETURNED, TRIMMED};
     /// The sender retransmitted this packet.
     pub const RETRANSMIT: u8 = 1 << 2;
-    /// A trimming queue cut this data packet to its header (NDP's "trimmed" bit).
-    pub const TRIMMED: u8 = 1 << 3;
-    /// A switch sent this header back to its source (its addresses are swapped).
-    pub const RETURNED: u8 = 1 << 4;
     /// NDP: the sender had nothing queued behind this packet, so its arrival needs no
     /// PULL in return.
     pub const LAST: u8 = 1 << 5;
@@ -212,6 +207,59 @@ impl PacketSlab {
 
     pub fn peak(&self) -> u32 {
         self.peak
+    }
+}
+
+/// The queue disciplines see packets through the slab.
+impl eqds_queues::PacketStore for PacketSlab {
+    #[inline]
+    fn size(&self, pkt: PacketId) -> u32 {
+        self.get(pkt).size
+    }
+
+    #[inline]
+    fn flags(&self, pkt: PacketId) -> u8 {
+        self.get(pkt).flags
+    }
+
+    #[inline]
+    fn set_flags(&mut self, pkt: PacketId, bits: u8) {
+        self.get_mut(pkt).flags |= bits;
+    }
+
+    #[inline]
+    fn class(&self, pkt: PacketId) -> u8 {
+        self.get(pkt).class
+    }
+
+    #[inline]
+    fn is_data(&self, pkt: PacketId) -> bool {
+        !self.get(pkt).kind.is_control()
+    }
+
+    #[inline]
+    fn flow(&self, pkt: PacketId) -> FlowId {
+        self.get(pkt).flow
+    }
+
+    #[inline]
+    fn flow_key(&self, pkt: PacketId) -> u64 {
+        let p = self.get(pkt);
+        eqds_queues::flow_key(p.flow, p.src)
+    }
+
+    /// The simulator cuts any data packet: its header is `header_bytes`.
+    #[inline]
+    fn trim_to_header(&mut self, pkt: PacketId, header_bytes: u32) -> Option<u32> {
+        let p = self.get_mut(pkt);
+        p.size = p.size.min(header_bytes);
+        p.flags |= flags::TRIMMED;
+        Some(p.size)
+    }
+
+    #[inline]
+    fn free(&mut self, pkt: PacketId) {
+        PacketSlab::free(self, pkt);
     }
 }
 

@@ -7,7 +7,7 @@
 //! `TxDone` event is scheduled only when a packet is waiting behind the one on the
 //! wire, so ports that never queue cost one event per packet (its arrival).
 
-use super::queue::{PortStats, QueueCtx, QueueDiscipline, Verdict};
+use super::queue::{DynQueue, PortStats, QueueCtx, Verdict};
 use crate::engine::{Event, EventQueue, SimRng};
 use crate::ids::{Node, PacketId, PortId};
 use crate::net::packet::PacketSlab;
@@ -81,7 +81,7 @@ impl Port {
     #[must_use]
     pub fn enqueue(
         &mut self,
-        queue: &mut dyn QueueDiscipline,
+        queue: &mut DynQueue,
         id: PortId,
         pkt: PacketId,
         ctx: &mut PortCtx,
@@ -141,14 +141,14 @@ impl Port {
     }
 
     /// The transmitter became free and a packet may be waiting.
-    pub fn on_tx_done(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
+    pub fn on_tx_done(&mut self, queue: &mut DynQueue, id: PortId, ctx: &mut PortCtx) {
         self.tx_done_pending = false;
         self.start_next(queue, id, ctx);
     }
 
     /// PFC released a priority: if the transmitter is idle and nothing is scheduled,
     /// the next packet goes (the discipline picks among what may go now).
-    pub fn kick(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
+    pub fn kick(&mut self, queue: &mut DynQueue, id: PortId, ctx: &mut PortCtx) {
         if self.tx_done_pending || queue.backlog_packets() == 0 {
             return;
         }
@@ -169,7 +169,7 @@ impl Port {
 
     /// Puts the next waiting packet on the wire, scheduling its arrival and, if more
     /// are waiting, the end of its serialisation. Priorities PFC paused wait.
-    fn start_next(&mut self, queue: &mut dyn QueueDiscipline, id: PortId, ctx: &mut PortCtx) {
+    fn start_next(&mut self, queue: &mut DynQueue, id: PortId, ctx: &mut PortCtx) {
         let next = if self.paused == 0 {
             queue.dequeue_at(ctx.now)
         } else {

@@ -8,6 +8,7 @@
 
 use super::SHARED_KEYS;
 use eqds_proto::config::EqdsTable;
+use eqds_queues::config::{retag_kind as retag, retag_queue};
 use toml::{Table, Value};
 
 /// Retags every `kind`-tagged table of a scenario in place.
@@ -65,36 +66,5 @@ fn split_shared_eqds_keys(eqds: &mut Table) -> Result<(), String> {
     Ok(())
 }
 
-fn retag_queue(q: &mut Value, path: &str) -> Result<(), String> {
-    retag(q, path)?;
-    // Strict priority nests queues in `classes`, random loss one in `queue`.
-    if let Value::Table(outer) = q {
-        if let Some(Value::Table(inner)) = outer.get_mut("strict_priority") {
-            if let Some(Value::Array(classes)) = inner.get_mut("classes") {
-                for (i, c) in classes.iter_mut().enumerate() {
-                    retag_queue(c, &format!("{path}.classes[{i}]"))?;
-                }
-            }
-        }
-        if let Some(Value::Table(inner)) = outer.get_mut("random_loss") {
-            if let Some(q) = inner.get_mut("queue") {
-                retag_queue(q, &format!("{path}.queue"))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `{ kind = "x", rest.. }` becomes `{ x = { rest.. } }`. Anything else is left for
-/// serde to reject with its own message, except a missing or non-string `kind`.
-fn retag(v: &mut Value, path: &str) -> Result<(), String> {
-    let Value::Table(t) = v else { return Ok(()) };
-    let kind = match t.remove("kind") {
-        Some(Value::String(k)) => k,
-        Some(other) => return Err(format!("{path}.kind: expected a string, got `{other}`")),
-        None => return Err(format!("{path}: missing `kind`")),
-    };
-    let rest: Table = std::mem::take(t);
-    t.insert(kind, Value::Table(rest));
-    Ok(())
-}
+// Queue tables, and the `kind` convention itself, are `eqds_queues::config`'s: the
+// switch reads its queues the same way.

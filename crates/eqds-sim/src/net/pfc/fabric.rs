@@ -732,7 +732,7 @@ impl Network {
             // anyway): it is flushed whole.
             let keep = !drop;
             let per_class = self.queues[i].serves_classes_apart();
-            let next = |q: &mut dyn crate::net::queue::QueueDiscipline| {
+            let next = |q: &mut crate::net::queue::DynQueue| {
                 if per_class {
                     q.dequeue_unpaused(keep)
                 } else {

@@ -4,7 +4,7 @@
 //! mirror-on-drop (MoD).
 //!
 //! The switch keeps the output-queued model of `net::port` for its traffic manager
-//! (TM): every output port holds the ideal NDP trimming queue (`queue::Trimming`),
+//! (TM): every output port holds the ideal NDP trimming queue (`eqds_queues::Trimming`),
 //! which here *deflects* a data packet it would have trimmed instead
 //! (`Verdict::Deflected`); what happens to it then is the switch model's:
 //!
