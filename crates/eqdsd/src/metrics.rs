@@ -160,10 +160,11 @@ fn labels(peer: Ipv4Addr, eqif: usize) -> Vec<(&'static str, String)> {
     l
 }
 
-type Fmt = Result<(), std::fmt::Error>;
+/// What encoding a metric family returns.
+pub type Fmt = Result<(), std::fmt::Error>;
 
 /// A metric family with one unlabelled sample.
-fn single(
+pub fn single(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -184,7 +185,7 @@ fn encode_value(e: prometheus_client::encoding::MetricEncoder, kind: MetricType,
 }
 
 /// A metric family with one sample per label set.
-fn family<L>(
+pub fn family<L>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -309,22 +310,27 @@ struct Exposition {
 impl Collector for Exposition {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Fmt {
         self.snapshot.encode_all(&mut encoder)?;
-        let s = &self.server;
-        family(
-            &mut encoder,
-            "eqdsd_metrics_connections_cut",
-            "Metrics connections cut off, by reason: past their deadline, request too \
-             large, or evicted at the connection cap",
-            Counter,
-            [
-                ("deadline", s.deadline),
-                ("too_large", s.too_large),
-                ("evicted", s.evicted),
-            ]
-            .into_iter()
-            .map(|(reason, v)| ([("reason", reason)], v.into())),
-        )
+        encode_server(&mut encoder, "eqdsd_metrics_connections_cut", &self.server)
     }
+}
+
+/// The metrics server's own counters, as the family `name`: connections it cut off,
+/// by reason.
+pub fn encode_server(encoder: &mut DescriptorEncoder, name: &str, s: &ServerStats) -> Fmt {
+    family(
+        encoder,
+        name,
+        "Metrics connections cut off, by reason: past their deadline, request too \
+         large, or evicted at the connection cap",
+        Counter,
+        [
+            ("deadline", s.deadline),
+            ("too_large", s.too_large),
+            ("evicted", s.evicted),
+        ]
+        .into_iter()
+        .map(|(reason, v)| ([("reason", reason)], v.into())),
+    )
 }
 
 impl Snapshot {
@@ -465,10 +471,22 @@ impl Snapshot {
             )?;
         }
         type RxGetter = fn(&TunnelSnapshot) -> Option<u64>;
-        let rx_metrics: [(&str, MetricType, &str, RxGetter); 3] = [
+        let rx_metrics: [(&str, MetricType, &str, RxGetter); 5] = [
             ("rx_pulls_sent", Counter, "PULLs sent to the peer", |t| {
                 t.rx.map(|s| s.pulls_sent.into())
             }),
+            (
+                "rx_data_packets",
+                Counter,
+                "DATA packets received whole",
+                |t| t.rx.map(|s| s.data_packets),
+            ),
+            (
+                "rx_trimmed_packets",
+                Counter,
+                "DATA headers received trimmed (each answered with a NACK)",
+                |t| t.rx.map(|s| s.trimmed_packets),
+            ),
             ("rx_bytes", Counter, "Payload bytes received", |t| {
                 t.rx.map(|s| s.payload_bytes)
             }),

@@ -61,6 +61,21 @@ use tracing::{debug, error, warn};
 
 use super::{render_with, ServerStats, Snapshot, CONTENT_TYPE};
 
+/// What the metrics thread renders: numbers the event loop copied out, formatted here,
+/// off the data path. The daemon's is [`Snapshot`]; `eqds-switch` serves its own
+/// through the same server.
+pub trait Exposition: Send + 'static {
+    /// The Prometheus text (version 0.0.4) of these numbers and of the server's own
+    /// `server` counters.
+    fn render(self, server: &ServerStats) -> String;
+}
+
+impl Exposition for Snapshot {
+    fn render(self, server: &ServerStats) -> String {
+        render_with(self, server)
+    }
+}
+
 /// The metrics server's bounds.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -90,14 +105,14 @@ impl Default for Limits {
 
 /// The event loop's end: hands snapshots to the metrics thread. Never blocks.
 #[derive(Debug)]
-pub struct Publisher {
-    tx: mpsc::Sender<Snapshot>,
+pub struct Publisher<S = Snapshot> {
+    tx: mpsc::Sender<S>,
     waker: Arc<Waker>,
 }
 
-impl Publisher {
+impl<S> Publisher<S> {
     /// Hands `snapshot` to the metrics thread (if it is still there).
-    pub fn publish(&self, snapshot: Snapshot) {
+    pub fn publish(&self, snapshot: S) {
         if self.tx.send(snapshot).is_ok() {
             // An eventfd write; fails only if the thread's poll is gone.
             let _ = self.waker.wake();
@@ -139,11 +154,11 @@ const FIRST_CONN: usize = 2;
 /// Starts the metrics thread on `listener`. `request` asks the event loop for a
 /// snapshot (it must not block; the daemon's wakes the loop's poll), which the loop
 /// answers through the returned [`Publisher`].
-pub fn spawn(
+pub fn spawn<S: Exposition>(
     listener: std::net::TcpListener,
     request: impl Fn() + Send + 'static,
     limits: Limits,
-) -> io::Result<(Server, Publisher)> {
+) -> io::Result<(Server, Publisher<S>)> {
     listener.set_nonblocking(true)?;
     let addr = listener.local_addr()?;
     let mut listener = TcpListener::from_std(listener);
@@ -167,7 +182,7 @@ pub fn spawn(
         stats: ServerStats::default(),
     };
     let thread = std::thread::Builder::new()
-        .name("eqdsd-metrics".into())
+        .name("metrics".into())
         .spawn(move || {
             // The data path may run SCHED_FIFO; this thread must never compete with it.
             if let Err(e) = crate::sys::background_priority() {
@@ -232,10 +247,10 @@ impl Cut {
     }
 }
 
-struct Thread {
+struct Thread<S> {
     poll: Poll,
     listener: TcpListener,
-    rx: mpsc::Receiver<Snapshot>,
+    rx: mpsc::Receiver<S>,
     request: Box<dyn Fn() + Send>,
     limits: Limits,
     stop: Arc<AtomicBool>,
@@ -249,7 +264,7 @@ struct Thread {
     stats: ServerStats,
 }
 
-impl Thread {
+impl<S: Exposition> Thread<S> {
     fn run(mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(64);
         loop {
@@ -483,7 +498,7 @@ impl Thread {
     }
 
     /// Answers every connection waiting for the outstanding request with `snapshot`.
-    fn answer(&mut self, snapshot: Snapshot) {
+    fn answer(&mut self, snapshot: S) {
         self.outstanding = None;
         let answered = self.requested;
         let waiting: Vec<usize> = (0..self.conns.len())
@@ -496,7 +511,7 @@ impl Thread {
         if waiting.is_empty() {
             return;
         }
-        let body = render_with(snapshot, &self.stats);
+        let body = snapshot.render(&self.stats);
         let head = format!(
             "HTTP/1.0 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\nContent-Length: {}\r\n\
              Connection: close\r\n\r\n",
