@@ -10,8 +10,8 @@ fi
 
 cargo test --release --workspace
 
-# The daemon's binaries, for its testbed tests.
-cargo build --release -p eqdsd
+# The daemon's and the switch's binaries, for their testbed tests.
+cargo build --release -p eqdsd -p eqds-switch
 
 # The real testbed's tests (scripts/testbed.sh, eqdsd) need iperf3, ping and nft (loss
 # injection where the kernel has no sch_netem) from Debian's packages; install them

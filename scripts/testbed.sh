@@ -31,6 +31,15 @@
 # real packets, not 64 KB GSO aggregates. --delay D adds netem delay D on every host's
 # egress (so a host-to-host RTT grows by 2D); it needs the kernel's sch_netem.
 #
+# --switch eqds: the routers and leaves run eqds-switch (crates/eqds-switch, a user-space
+# switch with the simulator's queue disciplines) instead of kernel forwarding and tc:
+# ip_forward is 0 in their namespaces, each gets /run/PREFIX-NS-switch.toml with a port
+# per interface (the same rates as above) and the queue --discipline (a TOML inline
+# table in the simulator's syntax; default a drop-tail of --queue packets), and its log
+# and pid go to /run/PREFIX-NS-switch.{log,pid}. Its metrics are on 127.0.0.1:9600
+# inside its namespace. --eqds-port names the UDP port eqdsd listens on (what a
+# trimming discipline may cut). The binary is $EQDS_SWITCH, else target/release's.
+#
 # The summary (namespaces, interfaces, addresses) is printed and written as JSON to
 # /run/PREFIX-testbed.json.
 set -euo pipefail
@@ -38,7 +47,8 @@ set -euo pipefail
 usage() {
     cat <<'EOF'
 usage: testbed.sh up --hosts N [--rate 500mbit] [--queue 15] [--delay 0ms] [--paths 1|2]
-                     [--host-rate RATE] [--prefix eqtb]
+                     [--host-rate RATE] [--prefix eqtb] [--switch kernel|eqds]
+                     [--discipline TOML] [--eqds-port PORT]
        testbed.sh down [--prefix eqtb]
        testbed.sh exec [--prefix eqtb] HOSTINDEX CMD [ARGS...]
 
@@ -53,6 +63,11 @@ usage: testbed.sh up --hosts N [--rate 500mbit] [--queue 15] [--delay 0ms] [--pa
   --paths P        1: one router; 2: two parallel routers between two leaves, default 1
   --host-rate R    with --paths 2, the rate of the leaf->host links (default: --rate)
   --prefix P       name prefix of everything created, default eqtb ([A-Za-z][A-Za-z0-9_]*)
+  --switch S       kernel: Linux forwarding and tc (default); eqds: eqds-switch
+  --discipline Q   with --switch eqds, every port's queue as a TOML inline table, e.g.
+                   '{ kind = "trimming", data_packets = 8, return_to_sender = false }'
+                   (default '{ kind = "drop_tail", limit_packets = QUEUE }')
+  --eqds-port P    with --switch eqds, the UDP port EQDS tunnels listen on (default 7700)
 EOF
 }
 
@@ -106,7 +121,7 @@ cmd_down() {
             ip link delete "$link" 2>/dev/null || true
         fi
     done
-    rm -f "/run/$prefix-testbed.json"
+    rm -f "/run/$prefix-testbed.json" "/run/$prefix"-*-switch.*
     local left
     left=$(prefix_namespaces "$prefix")
     [[ -z $left ]] || die "could not delete namespaces: $left"
@@ -149,8 +164,99 @@ shape() {
     nsrun "$ns" tc qdisc add dev "$dev" parent 1:1 handle 10: pfifo limit "$queue"
 }
 
+# eqds-switch configuration being built for one namespace (see switch_* below).
+SW_PORTS=""
+SW_ROUTES=""
+
+# Starts a configuration: switch-wide keys.
+switch_begin() {
+    local eqds_port=$1
+    SW_PORTS="[switch]
+eqds_ports = [$eqds_port]
+metrics = \"127.0.0.1:9600\"
+"
+    SW_ROUTES=""
+}
+
+# A port: name $1 (the interface), tc-style rate $2, discipline $3.
+switch_port() {
+    local name=$1 rate=$2 discipline=$3
+    SW_PORTS+="
+[[port]]
+name = \"$name\"
+rate = \"$(tc_rate_to_config "$rate")\"
+queue = $discipline
+"
+}
+
+# A route: prefix $1, then next hops as PORT=VIA pairs.
+switch_route() {
+    local prefix=$1 hop sep=""
+    shift
+    SW_ROUTES+="
+[[route]]
+prefix = \"$prefix\"
+next_hops = ["
+    for hop in "$@"; do
+        SW_ROUTES+="$sep{ port = \"${hop%%=*}\", via = \"${hop#*=}\" }"
+        sep=", "
+    done
+    SW_ROUTES+="]
+"
+}
+
+# tc's rate spelling (500mbit, 1gbit, 1.5gbit) in the configuration's (500Mbps, 1Gbps).
+tc_rate_to_config() {
+    local r=$1 num unit
+    num=${r%%[kmgtKMGT]*}
+    num=${num%bit}
+    num=${num%bps}
+    unit=${r#"$num"}
+    case $unit in
+    kbit) echo "${num}Kbps" ;; mbit) echo "${num}Mbps" ;; gbit) echo "${num}Gbps" ;;
+    tbit) echo "${num}Tbps" ;; bit) echo "${num}bps" ;;
+    kbps) echo "$((${num%.*} * 8))Kbps" ;; mbps) echo "$((${num%.*} * 8))Mbps" ;;
+    gbps) echo "$((${num%.*} * 8))Gbps" ;; bps) echo "$((${num%.*} * 8))bps" ;;
+    *) die "cannot convert rate '$r'" ;;
+    esac
+}
+
+# Writes the configuration for namespace $1 and starts eqds-switch there.
+switch_start() {
+    local ns=$1 bin conf="/run/$1-switch.toml"
+    bin=${EQDS_SWITCH:-$(dirname "$0")/../target/release/eqds-switch}
+    [[ -x $bin ]] || die "no eqds-switch binary at $bin (cargo build --release -p eqds-switch)"
+    printf '%s%s' "$SW_PORTS" "$SW_ROUTES" >"$conf"
+    "$bin" --config "$conf" --check >/dev/null 2>"/run/$ns-switch.log" ||
+        die "$conf: $(cat "/run/$ns-switch.log")"
+    # SCHED_FIFO above the daemons' (10): a switch is hardware of its own, and a
+    # switch that waits for a core loses its ports' rate (docs/eqds-switch.md).
+    ip netns exec "$ns" chrt -f 20 "$bin" --config "$conf" >"/run/$ns-switch.out" \
+        2>"/run/$ns-switch.log" &
+    echo $! >"/run/$ns-switch.pid"
+}
+
+# Waits until every switch started has resolved its next hops (its ARP cache is as
+# large as the routes' gateways) or says why it stopped.
+switch_wait() {
+    local ns i
+    for ns in "$@"; do
+        for ((i = 0; i < 100; i++)); do
+            if ! kill -0 "$(cat "/run/$ns-switch.pid")" 2>/dev/null; then
+                die "eqds-switch in $ns stopped: $(cat "/run/$ns-switch.log")"
+            fi
+            grep -q "metrics addr" "/run/$ns-switch.log" && break
+            sleep 0.05
+        done
+    done
+}
+
 cmd_up() {
     local prefix=$1 hosts=$2 rate=$3 queue=$4 delay=$5 paths=$6 host_rate=$7
+    local switch=$8 discipline=$9 eqds_port=${10}
+    [[ $switch == kernel || $switch == eqds ]] || die "bad --switch '$switch' (kernel or eqds)"
+    [[ $eqds_port =~ ^[0-9]{1,5}$ ]] && ((eqds_port >= 1 && eqds_port <= 65535)) ||
+        die "bad --eqds-port '$eqds_port' (1..65535)"
     if ! [[ $hosts =~ ^[0-9]{1,3}$ ]] || ((10#$hosts < 1 || 10#$hosts > 199)); then
         die "bad --hosts '$hosts' (want 1..199)"
     fi
@@ -162,6 +268,9 @@ cmd_up() {
         die "bad --queue '$queue' (want packets, 1..999999)"
     fi
     queue=$((10#$queue))
+    [[ -n $discipline ]] || discipline="{ kind = \"drop_tail\", limit_packets = $queue }"
+    local fwd=1
+    [[ $switch == eqds ]] && fwd=0
     [[ $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms|s)$ ]] || die "bad --delay '$delay' (e.g. 0ms, 500us)"
     [[ $paths == 1 || $paths == 2 ]] || die "bad --paths '$paths' (want 1 or 2)"
     local use_delay=1
@@ -174,12 +283,12 @@ cmd_up() {
     local r1="$prefix-r1" r2="$prefix-r2" left="$prefix-left" right="$prefix-right"
     local i ns gw_ns half=$(((hosts + 1) / 2))
     if [[ $paths == 1 ]]; then
-        make_ns "$r1" 1
+        make_ns "$r1" $fwd
     else
-        make_ns "$left" 1
-        make_ns "$right" 1
-        make_ns "$r1" 1
-        make_ns "$r2" 1
+        make_ns "$left" $fwd
+        make_ns "$right" $fwd
+        make_ns "$r1" $fwd
+        make_ns "$r2" $fwd
         nsrun "$left" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
         nsrun "$right" sysctl -qw net.ipv4.fib_multipath_hash_policy=1
         make_link "$left" r1 10.77.201.1/24 "$r1" left 10.77.201.2/24
@@ -187,12 +296,14 @@ cmd_up() {
         make_link "$right" r1 10.77.203.1/24 "$r1" right 10.77.203.2/24
         make_link "$right" r2 10.77.204.1/24 "$r2" right 10.77.204.2/24
         local dev
-        for ns in "$left" "$right"; do
-            for dev in r1 r2; do shape "$ns" "$dev" "$rate" "$queue"; done
-        done
-        for ns in "$r1" "$r2"; do
-            for dev in left right; do shape "$ns" "$dev" "$rate" "$queue"; done
-        done
+        if [[ $switch == kernel ]]; then
+            for ns in "$left" "$right"; do
+                for dev in r1 r2; do shape "$ns" "$dev" "$rate" "$queue"; done
+            done
+            for ns in "$r1" "$r2"; do
+                for dev in left right; do shape "$ns" "$dev" "$rate" "$queue"; done
+            done
+        fi
     fi
 
     for ((i = 1; i <= hosts; i++)); do
@@ -207,10 +318,14 @@ cmd_up() {
         fi
         make_link "$ns" eth0 "10.77.$i.1/24" "$gw_ns" "h$i" "10.77.$i.254/24"
         nsrun "$ns" ip route add default via "10.77.$i.254"
-        if [[ $paths == 1 ]]; then
+        if [[ $switch == eqds ]]; then
+            : # eqds-switch paces and queues: configured below
+        elif [[ $paths == 1 ]]; then
             shape "$gw_ns" "h$i" "$rate" "$queue"
         else
             shape "$gw_ns" "h$i" "$host_rate" "$queue"
+        fi
+        if [[ $paths == 2 && $switch == kernel ]]; then
             # Routers reach each host through its leaf; the far leaf over both routers.
             if ((i <= half)); then
                 nsrun "$r1" ip route add "10.77.$i.0/24" via 10.77.201.1
@@ -230,15 +345,78 @@ cmd_up() {
         fi
     done
 
-    write_summary "$prefix" "$hosts" "$rate" "$queue" "$delay" "$paths" "$host_rate" "$half"
+    if [[ $switch == eqds ]]; then
+        start_switches "$prefix" "$hosts" "$rate" "$paths" "$host_rate" "$half" \
+            "$discipline" "$eqds_port"
+    fi
+
+    write_summary "$prefix" "$hosts" "$rate" "$queue" "$delay" "$paths" "$host_rate" "$half" \
+        "$switch"
     trap - EXIT
 }
 
+# The eqds-switch counterpart of the kernel's routes and tc above: one switch per
+# router and leaf namespace, the same rates, routes and multipath.
+start_switches() {
+    local prefix=$1 hosts=$2 rate=$3 paths=$4 host_rate=$5 half=$6 discipline=$7 eqds_port=$8
+    local i ns started=()
+    if [[ $paths == 1 ]]; then
+        ns="$prefix-r1"
+        switch_begin "$eqds_port"
+        for ((i = 1; i <= hosts; i++)); do
+            switch_port "h$i" "$rate" "$discipline"
+            switch_route "10.77.$i.0/24" "h$i=10.77.$i.1"
+        done
+        switch_start "$ns"
+        started+=("$ns")
+    else
+        local side
+        for side in left right; do
+            ns="$prefix-$side"
+            switch_begin "$eqds_port"
+            switch_port r1 "$rate" "$discipline"
+            switch_port r2 "$rate" "$discipline"
+            for ((i = 1; i <= hosts; i++)); do
+                if { ((i <= half)) && [[ $side == left ]]; } || { ((i > half)) && [[ $side == right ]]; }; then
+                    switch_port "h$i" "$host_rate" "$discipline"
+                    switch_route "10.77.$i.0/24" "h$i=10.77.$i.1"
+                elif [[ $side == left ]]; then
+                    switch_route "10.77.$i.0/24" "r1=10.77.201.2" "r2=10.77.202.2"
+                else
+                    switch_route "10.77.$i.0/24" "r1=10.77.203.2" "r2=10.77.204.2"
+                fi
+            done
+            switch_start "$ns"
+            started+=("$ns")
+        done
+        local r n
+        for r in 1 2; do
+            ns="$prefix-r$r"
+            switch_begin "$eqds_port"
+            switch_port left "$rate" "$discipline"
+            switch_port right "$rate" "$discipline"
+            for ((i = 1; i <= hosts; i++)); do
+                if ((i <= half)); then
+                    n=$((200 + r))
+                    switch_route "10.77.$i.0/24" "left=10.77.$n.1"
+                else
+                    n=$((202 + r))
+                    switch_route "10.77.$i.0/24" "right=10.77.$n.1"
+                fi
+            done
+            switch_start "$ns"
+            started+=("$ns")
+        done
+    fi
+    switch_wait "${started[@]}"
+}
+
 write_summary() {
-    local prefix=$1 hosts=$2 rate=$3 queue=$4 delay=$5 paths=$6 host_rate=$7 half=$8
+    local prefix=$1 hosts=$2 rate=$3 queue=$4 delay=$5 paths=$6 host_rate=$7 half=$8 switch=$9
     local json="/run/$prefix-testbed.json" i gw side sep=""
     {
         printf '{\n  "prefix": "%s",\n  "paths": %s,\n  "rate": "%s",\n' "$prefix" "$paths" "$rate"
+        printf '  "switch": "%s",\n' "$switch"
         printf '  "host_rate": "%s",\n  "queue_packets": %s,\n  "delay": "%s",\n' \
             "$([[ $paths == 2 ]] && echo "$host_rate" || echo "$rate")" "$queue" "$delay"
         printf '  "hosts": [\n'
@@ -304,6 +482,7 @@ main() {
     local cmd=$1
     shift
     local prefix=eqtb hosts="" rate=500mbit queue=15 delay=0ms paths=1 host_rate=""
+    local switch=kernel discipline="" eqds_port=7700
     case $cmd in
     -h | --help | help)
         usage
@@ -312,7 +491,8 @@ main() {
     up | down)
         while [[ $# -gt 0 ]]; do
             case $1 in
-            --prefix | --hosts | --rate | --queue | --delay | --paths | --host-rate)
+            --prefix | --hosts | --rate | --queue | --delay | --paths | --host-rate | --switch | \
+                --discipline | --eqds-port)
                 [[ $# -ge 2 ]] || die "$1 needs a value"
                 case $1 in
                 --prefix) prefix=$2 ;;
@@ -322,6 +502,9 @@ main() {
                 --delay) delay=$2 ;;
                 --paths) paths=$2 ;;
                 --host-rate) host_rate=$2 ;;
+                --switch) switch=$2 ;;
+                --discipline) discipline=$2 ;;
+                --eqds-port) eqds_port=$2 ;;
                 esac
                 [[ $cmd == up || $1 == --prefix ]] || die "down takes only --prefix"
                 shift 2
@@ -337,7 +520,8 @@ main() {
         [[ $EUID -eq 0 ]] || die "must run as root (creates network namespaces)"
         if [[ $cmd == up ]]; then
             [[ -n $hosts ]] || die "up needs --hosts N"
-            cmd_up "$prefix" "$hosts" "$rate" "$queue" "$delay" "$paths" "${host_rate:-$rate}"
+            cmd_up "$prefix" "$hosts" "$rate" "$queue" "$delay" "$paths" "${host_rate:-$rate}" \
+                "$switch" "$discipline" "$eqds_port"
         else
             cmd_down "$prefix"
         fi

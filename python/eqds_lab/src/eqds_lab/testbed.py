@@ -143,12 +143,36 @@ class Bed:
         )  # fmt: skip
         return json.loads(out)
 
+    def switch_metrics(self, node: str) -> dict[str, float]:
+        """Every sample of the eqds-switch in namespace PREFIX-`node` (`r1`, `left`,
+        ...; testbeds brought up with `--switch eqds`), keyed by name{labels}."""
+        out = run(
+            ["ip", "netns", "exec", f"{self.prefix}-{node}", str(EQDSCTL),
+             "--metrics", "127.0.0.1:9600", "raw"]
+        ).stdout  # fmt: skip
+        return parse_samples(out)
+
     def kill_servers(self) -> None:
         for proc in self.servers:
             if proc.poll() is None:
                 proc.kill()
             proc.wait(timeout=10)
         self.servers.clear()
+
+
+def parse_samples(text: str) -> dict[str, float]:
+    """Prometheus text as {name{labels}: value}."""
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            samples[key] = float(value)
+    return samples
+
+
+def total(samples: dict[str, float], name: str) -> float:
+    """The sum of every sample of metric `name`, whatever its labels."""
+    return sum(v for k, v in samples.items() if k == name or k.startswith(name + "{"))
 
 
 def inner(index: int) -> str:
@@ -246,13 +270,7 @@ class Daemons:
 
     def metrics(self, index: int) -> dict[str, float]:
         """Every sample of the daemon's metrics, keyed by name{labels}."""
-        out = self.bed.in_host(index, str(EQDSCTL), "raw")
-        samples = {}
-        for line in out.splitlines():
-            if line and not line.startswith("#"):
-                key, value = line.rsplit(" ", 1)
-                samples[key] = float(value)
-        return samples
+        return parse_samples(self.bed.in_host(index, str(EQDSCTL), "raw"))
 
     def stop_all(self) -> None:
         for index in list(self.procs):
