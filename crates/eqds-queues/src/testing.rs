@@ -17,6 +17,8 @@ pub struct TestPacket {
     pub class: u8,
     /// Not data: an ACK, NACK, PULL (rides a trimming queue's header queue whole).
     pub control: bool,
+    /// Data the store cannot cut to a header (a switch's non-EQDS traffic).
+    pub uncuttable: bool,
 }
 
 impl TestPacket {
@@ -91,6 +93,9 @@ impl PacketStore for VecStore {
     }
     fn trim_to_header(&mut self, pkt: PacketId, header_bytes: u32) -> Option<u32> {
         let p = self.get_mut(pkt);
+        if p.uncuttable {
+            return None;
+        }
         p.size = p.size.min(header_bytes);
         p.flags |= flags::TRIMMED;
         Some(p.size)

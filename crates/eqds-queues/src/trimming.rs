@@ -267,6 +267,30 @@ mod tests {
         assert_eq!(q.backlog_packets(), 4);
     }
 
+    /// Data the store cannot cut (a switch's non-EQDS traffic) is dropped where it
+    /// would have been trimmed, and counted as no trim; it still fills the data queue.
+    #[test]
+    fn data_the_store_cannot_cut_is_dropped_not_trimmed() {
+        let mut rig = Rig::new(1);
+        let mut q = Trimming::new(
+            packets(1),
+            packets(10),
+            64,
+            TrimScheduler::StrictPriority,
+            true,
+        );
+        let opaque = TestPacket {
+            size: 1500,
+            uncuttable: true,
+            ..Default::default()
+        };
+        assert_eq!(rig.offer(&mut q, opaque).1, Verdict::Queued);
+        let (id, v) = rig.offer(&mut q, opaque);
+        assert_eq!(v, Verdict::Dropped);
+        assert_eq!((rig.stats.trims, q.backlog_packets()), (0, 1));
+        assert_eq!(rig.pkts.get(id).size, 1500);
+    }
+
     #[test]
     fn control_packets_ride_the_header_queue_untrimmed() {
         let mut rig = Rig::new(1);
