@@ -42,7 +42,8 @@ from pathlib import Path
 
 from eqds_lab import Quantity, write_result
 from eqds_lab.experiment import jain, parse_args
-from eqds_lab.testbed import Bed, Setup, inner, run, total
+from eqds_lab.report import print_quantities
+from eqds_lab.testbed import Bed, Setup, inner, mid_rate, ping_stats, run, total
 
 HERE = Path(__file__).resolve().parent
 RATE_MBPS = 200
@@ -58,16 +59,6 @@ def fabric(hosts: int, mode: str, *args: str) -> Setup:
         hosts, True, "--rate", f"{RATE_MBPS}mbit", "--switch", "eqds", "--discipline", queue,
         *args, daemon_rate=f"{RATE_MBPS}mbit", eqds=f'mode = "{eqds_mode}"',
     )  # fmt: skip
-
-
-def mean_rate(result: dict, seconds: int) -> float:
-    """Mean received rate (Mbit/s) over seconds 2 .. seconds-1 of the server's intervals."""
-    rates = [
-        i["sum"]["bits_per_second"] / 1e6
-        for i in result["server_output_json"]["intervals"]
-        if 2 <= i["sum"]["start"] < seconds - 1
-    ]
-    return statistics.fmean(rates)
 
 
 def tcp_flows(s: Setup, pairs: list[tuple[int, int]], seconds: int) -> list[float]:
@@ -89,24 +80,7 @@ def tcp_flows(s: Setup, pairs: list[tuple[int, int]], seconds: int) -> list[floa
             )
             for k, (src, dst) in enumerate(pairs)
         ]
-        return [mean_rate(f.result(), seconds) for f in futures]
-
-
-def ping_ms(bed: Bed, src: int, dst_addr: str, count: int, delay: float = 0) -> dict:
-    """`count` pings 50 ms apart after `delay` s: median and p99 RTT in ms."""
-    time.sleep(delay)
-    out = bed.in_host(
-        src, "ping", "-c", str(count), "-i", "0.05", "-W", "2", dst_addr,
-        timeout=count + 30, check=False,
-    )  # fmt: skip
-    rtts = sorted(float(t.split("=")[1]) for t in out.split() if t.startswith("time="))
-    if not rtts:
-        return {"median_ms": None, "p99_ms": None, "received": 0}
-    return {
-        "median_ms": round(statistics.median(rtts), 3),
-        "p99_ms": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 3),
-        "received": len(rtts),
-    }
+        return [mid_rate(f.result(), seconds) for f in futures]
 
 
 def invariant(seconds: int) -> dict:
@@ -167,7 +141,7 @@ def ping_test(mode: str, seconds: int) -> dict:
     switch's queue towards host 10 is sampled meanwhile (is the rise the queue's?)."""
     s = fabric(11, mode)
     try:
-        idle = ping_ms(s.bed, 11, inner(10), 40)
+        idle = ping_stats(s.bed, 11, inner(10), 40)
         samples: list[float] = []
         done = threading.Event()
 
@@ -179,7 +153,9 @@ def ping_test(mode: str, seconds: int) -> dict:
                 time.sleep(0.2)
 
         with ThreadPoolExecutor(2) as pool:
-            loaded = pool.submit(ping_ms, s.bed, 11, inner(10), 20 * (seconds - 4), 2.5)
+            loaded = pool.submit(
+                ping_stats, s.bed, 11, inner(10), 20 * (seconds - 4), 2.5
+            )
             sampler = pool.submit(sample_queue)
             rates = tcp_flows(s, [(h, 10) for h in range(1, 10)], seconds)
             ping = loaded.result()
@@ -241,7 +217,7 @@ def restart_switch(bed: Bed, discipline: str, rate: str) -> None:
         if b"metrics addr" in Path(f"/run/{ns}-switch.log").read_bytes():
             break
         time.sleep(0.05)
-    ping_ms(bed, 1, bed.host(2)["address"], 3)  # neighbours resolved
+    ping_stats(bed, 1, bed.host(2)["address"], 3)  # neighbours resolved
 
 
 def stop_switch(bed: Bed) -> None:
@@ -321,7 +297,7 @@ def forwarding_cost() -> dict:
             )
             sw = {
                 "udp": udp_blast(bed, length, "0"),
-                "ping": ping_ms(bed, 1, bed.host(2)["address"], 100),
+                "ping": ping_stats(bed, 1, bed.host(2)["address"], 100),
             }
             m = bed.switch_metrics("r1")
             sw["ring_drops"] = int(total(m, "eqds_switch_port_ring_drops_total"))
@@ -329,7 +305,7 @@ def forwarding_cost() -> dict:
             kernel_forwarding(bed, True)
             kernel = {
                 "udp": udp_blast(bed, length, "0"),
-                "ping": ping_ms(bed, 1, bed.host(2)["address"], 100),
+                "ping": ping_stats(bed, 1, bed.host(2)["address"], 100),
             }
             kernel_forwarding(bed, False)
             out[f"mtu{mtu}"] = {"eqds_switch": sw, "kernel": kernel}
@@ -546,12 +522,7 @@ def main() -> int:
         also_measured=m,
         notes=notes(m),
     )
-    print(
-        "\n".join(
-            f"{q.name}: ours {q.ours} (target {q.paper} +- {q.tolerance})"
-            for q in quantities
-        )
-    )
+    print_quantities(quantities)
     return 0 if ok else 1
 
 

@@ -35,44 +35,17 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from eqds_lab import Quantity, write_result
 from eqds_lab.experiment import jain, parse_args
-from eqds_lab.testbed import Bed, Setup, mid_rate
+from eqds_lab.testbed import Setup, mid_rate, ping_stats
 
 HERE = Path(__file__).resolve().parent
 RATE_MBPS = 200
 #: The UDP-against-TCP case runs slower (see udp_share).
 UDP_RATE_MBPS = 100
-
-
-def ping_stats(bed: Bed, src: int, dst_addr: str, count: int, delay: float) -> dict:
-    """Starts `count` pings 50 ms apart after `delay` seconds; median and p99 RTT (ms)."""
-    time.sleep(delay)
-    out = bed.in_host(
-        src,
-        "ping",
-        "-c",
-        str(count),
-        "-i",
-        "0.05",
-        "-W",
-        "2",
-        dst_addr,
-        timeout=count + 30,
-        check=False,
-    )
-    rtts = sorted(float(t.split("=")[1]) for t in out.split() if t.startswith("time="))
-    if not rtts:
-        return {"median_ms": None, "p99_ms": None, "received": 0}
-    return {
-        "median_ms": round(statistics.median(rtts), 3),
-        "p99_ms": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 3),
-        "received": len(rtts),
-    }
 
 
 def single_flow(eqdsd: bool) -> float:

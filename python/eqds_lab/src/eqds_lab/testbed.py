@@ -314,15 +314,34 @@ def shares_while_all_run(
     return {h: (after[h] - before.get(h, 0)) * 8 / (t1 - t0) / 1e6 for h in after}
 
 
-def mid_rate(result: dict) -> float:
-    """Mean rate the receiver saw (Mbit/s) over seconds 2 .. SECONDS-1 of one iperf3
-    test (the server's intervals: for UDP the client's would be the sending rate)."""
+def mid_rate(result: dict, seconds: int = SECONDS) -> float:
+    """Mean rate the receiver saw (Mbit/s) over seconds 2 .. `seconds`-1 of one iperf3
+    test of `seconds` (the server's intervals: for UDP the client's would be the
+    sending rate)."""
     rates = [
         i["sum"]["bits_per_second"] / 1e6
         for i in result["server_output_json"]["intervals"]
-        if 2 <= i["sum"]["start"] < SECONDS - 1
+        if 2 <= i["sum"]["start"] < seconds - 1
     ]
     return statistics.fmean(rates)
+
+
+def ping_stats(bed: Bed, src: int, dst_addr: str, count: int, delay: float = 0) -> dict:
+    """`count` pings 50 ms apart from host `src` after `delay` seconds: median and p99
+    round-trip time (ms), and how many came back."""
+    time.sleep(delay)
+    out = bed.in_host(
+        src, "ping", "-c", str(count), "-i", "0.05", "-W", "2", dst_addr,
+        timeout=count + 30, check=False,
+    )  # fmt: skip
+    rtts = sorted(float(t.split("=")[1]) for t in out.split() if t.startswith("time="))
+    if not rtts:
+        return {"median_ms": None, "p99_ms": None, "received": 0}
+    return {
+        "median_ms": round(statistics.median(rtts), 3),
+        "p99_ms": round(rtts[min(len(rtts) - 1, int(0.99 * len(rtts)))], 3),
+        "received": len(rtts),
+    }
 
 
 class Setup:
