@@ -361,6 +361,15 @@ next_hops = [{ port = "h2" }, { port = "h1", via = "10.77.1.1" }]
     }
 
     #[test]
+    fn the_guide_s_example_validates() {
+        let guide = include_str!("../../../docs/eqds-switch.md");
+        let start = guide.find("```toml\n").expect("a TOML example") + "```toml\n".len();
+        let end = start + guide[start..].find("```").expect("its end");
+        let c = Config::parse(&guide[start..end]).unwrap();
+        assert_eq!(c.ports.len(), 3);
+    }
+
+    #[test]
     fn trimming_needs_the_eqds_ports_and_no_returns() {
         let e = err(&GOOD.replace("eqds_ports = [7700]", ""));
         assert!(
