@@ -32,6 +32,7 @@ Usage: python3 experiments/eqds-switch-testbed/run.py [--results DIR] [--quick] 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -463,7 +464,8 @@ def notes(m: dict) -> list[str]:
             "0.95 of the port is above it), so NDP over trimming reached "
             f"{inc_n['aggregate_mbps'] / ceiling:.3f} of what the encapsulation allows, with "
             f"{inc_n['switch_trimmed']} headers trimmed and none lost. The CPU was "
-            f"{inc_n['cpu_busy']:.0%} busy. The previous session's runs on a machine shared "
+            f"{inc_n['cpu_busy']:.0%} busy (load average before the run: "
+            f"{m.get('load_average_at_start', 'not recorded')}). The previous session's runs on a machine shared "
             f"with a helper's builds got {LOADED_RUNS['incast_mbps'][0]} (NDP) and "
             f"{LOADED_RUNS['incast_mbps'][1]} (RTS): the daemons and the switch need the two "
             "cores to themselves."
@@ -510,7 +512,15 @@ RESCORE = "--rescore"
 
 
 def measure(long_s: int, short_s: int) -> dict:
-    m: dict = {}
+    # The testbed needs the cores to itself (docs/eqds-switch.md): say so if it has not.
+    load = os.getloadavg()[0]
+    m: dict = {"load_average_at_start": round(load, 2)}
+    if load > (os.cpu_count() or 2) / 2:
+        print(
+            f"warning: load average {load:.2f} before the run: other work on this "
+            "machine lowers the testbed's rates and raises its latencies",
+            file=sys.stderr,
+        )
     print("[1] trimming invariant", file=sys.stderr)
     m["invariant"] = invariant(long_s)
     for mode in MODES:
