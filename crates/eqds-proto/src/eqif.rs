@@ -462,6 +462,15 @@ impl<P> ReceivingEqif<P> {
         self.drop_peer(src)
     }
 
+    /// The addresses of the state beside the EQIF that most events read: the
+    /// credit scheduler's (see `Receiver::hot_state`) and the delivery and
+    /// discard queues.
+    pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
+        self.credit.hot_state(visit);
+        visit(self.deliveries.as_slices().0.as_ptr().cast());
+        visit(self.discarded.as_ptr().cast());
+    }
+
     /// Hands out what the hole timers let through at `now`.
     fn release_timed_out(&mut self, now: Time) {
         for (&src, t) in &mut self.tunnels {

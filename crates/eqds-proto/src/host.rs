@@ -462,6 +462,18 @@ impl<P: Clone> Host<P> {
         self.slow_due = scan.unwrap_or(now.saturating_add(self.slack));
     }
 
+    /// Calls `visit` with the address of each piece of this host's state that lives
+    /// apart from the `Host` itself and that most events read: the first sending
+    /// EQIF's first tunnel and queues, the receiving EQIF's first peer and queues.
+    /// Only the `Host` is read to find them. A caller that runs many hosts may start
+    /// loading them before the host's next event: on a large network each is
+    /// otherwise a cache miss, one after the other.
+    pub fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
+        self.tx.eqif(0).hot_state(visit);
+        self.rx.hot_state(visit);
+        visit(self.send_queue_bytes.as_ptr().cast());
+    }
+
     /// Forgets everything kept for `peer`, unilaterally, for a caller that gives its
     /// id to another host: each sending EQIF's tunnel to it (queues, credit, epoch)
     /// and the receiving state of each of its EQIFs (tunnels, reorder queues, credit,

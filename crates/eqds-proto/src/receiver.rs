@@ -303,6 +303,10 @@ pub struct Receiver {
     /// numbers, peer-table slots), never by the network, so a keyed hash buys nothing
     /// and costs a SipHash per packet.
     index: FxHashMap<PeerId, usize>,
+    /// The sender `peer_index` found last and its position: a host mostly hears
+    /// from one sender at a time (a permutation: only ever one), and this spares
+    /// it the map's memory, a cache miss per packet on a large network.
+    last: Option<(PeerId, usize)>,
     asl: ActiveSenderList,
     /// Senders whose demand was met, in the order it was, that may take spare PULLs
     /// ([`ReceiverConfig::spare_pulls`]); empty when that is off. A sender back on
@@ -348,6 +352,7 @@ impl Receiver {
             peers: Vec::new(),
             free: Vec::new(),
             index: FxHashMap::default(),
+            last: None,
             asl: ActiveSenderList::default(),
             spare: VecDeque::new(),
             spare_sent: 0,
@@ -715,6 +720,7 @@ impl Receiver {
         let Some(idx) = self.index.remove(&src) else {
             return false;
         };
+        self.last = None;
         let peer = &self.peers[idx];
         // Owed PULLs and ASL membership go together (`account`, `handle_timeout`).
         self.owed_total -= peer.owed();
@@ -729,7 +735,33 @@ impl Receiver {
         true
     }
 
+    /// The addresses of the state beside the `Receiver` that most events read: its
+    /// first sender's record and its queues (see `Host::hot_state`).
+    pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
+        if let Some(p) = self.peers.first() {
+            let p: *const u8 = (p as *const Peer).cast();
+            for line in 0..std::mem::size_of::<Peer>().div_ceil(64) {
+                visit(p.wrapping_add(64 * line));
+            }
+        }
+        visit(self.asl.heap.as_slice().as_ptr().cast());
+        visit(self.spare.as_slices().0.as_ptr().cast());
+        visit(self.control.as_slices().0.as_ptr().cast());
+        visit(self.deferred.as_slices().0.as_ptr().cast());
+    }
+
     fn peer_index(&mut self, src: PeerId) -> usize {
+        if let Some((id, i)) = self.last {
+            if id == src {
+                return i;
+            }
+        }
+        let i = self.peer_index_slow(src);
+        self.last = Some((src, i));
+        i
+    }
+
+    fn peer_index_slow(&mut self, src: PeerId) -> usize {
         if let Some(&i) = self.index.get(&src) {
             return i;
         }

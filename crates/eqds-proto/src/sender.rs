@@ -213,7 +213,7 @@ pub use config::{Mode, SenderConfig};
 pub use ecn::{Red, CERTAIN as ECN_CERTAIN};
 pub use stats::TunnelStats;
 
-use acks::{free_one, free_where};
+use acks::{free_one, free_range};
 use spray::SplitMix64;
 use transmit::{send_data, send_rts};
 use tunnel::{move_to_retransmit, Tunnel};
@@ -276,6 +276,11 @@ pub struct Sender<P> {
     tunnels: Vec<Tunnel<P>>,
     /// Position of each destination's tunnel (Fx hashing: see `Receiver::index`).
     index: FxHashMap<PeerId, usize>,
+    /// The tunnel looked up last, and its position: a sender mostly talks to one
+    /// destination at a time (a permutation: only ever one), and this spares it the
+    /// map's memory, a cache miss per packet on a large network. Tunnels never move,
+    /// so it never goes stale.
+    last: Option<(PeerId, usize)>,
     /// Tunnels that can send now (credit for their next packet, or an RTS due),
     /// served round robin one packet per turn (our choice: §6 prescribes DRR only
     /// between EQIFs).
@@ -323,6 +328,7 @@ impl<P: Clone> Sender<P> {
             config,
             tunnels: Vec::new(),
             index: FxHashMap::default(),
+            last: None,
             ready: VecDeque::new(),
             acked: VecDeque::new(),
             rng,
@@ -361,7 +367,7 @@ impl<P: Clone> Sender<P> {
     /// unacknowledged (some of which may have been delivered). The next packet for
     /// `dst` starts a new tunnel in a random epoch.
     pub fn drop_tunnel(&mut self, dst: PeerId) -> Vec<P> {
-        let Some(&idx) = self.index.get(&dst) else {
+        let Some(idx) = self.find(dst) else {
             return Vec::new();
         };
         let mut fresh = Tunnel::new(dst, 0, &self.config, TxTunnel::new());
@@ -409,24 +415,45 @@ impl<P: Clone> Sender<P> {
 
     /// The index of the tunnel to `dst`, created CLOSED if there is none.
     fn tunnel_index(&mut self, dst: PeerId) -> usize {
-        *self.index.entry(dst).or_insert_with(|| {
+        if let Some(idx) = self.find_mut(dst) {
+            return idx;
+        }
+        let idx = *self.index.entry(dst).or_insert_with(|| {
             self.tunnels
                 .push(Tunnel::new(dst, 0, &self.config, TxTunnel::new()));
             self.tunnels.len() - 1
-        })
+        });
+        self.last = Some((dst, idx));
+        idx
+    }
+
+    /// The position of the tunnel to `dst`, if there is one.
+    #[inline]
+    fn find(&self, dst: PeerId) -> Option<usize> {
+        match self.last {
+            Some((d, idx)) if d == dst => Some(idx),
+            _ => self.index.get(&dst).copied(),
+        }
+    }
+
+    /// [`Sender::find`], remembered for the next lookup.
+    #[inline]
+    fn find_mut(&mut self, dst: PeerId) -> Option<usize> {
+        let idx = self.find(dst)?;
+        self.last = Some((dst, idx));
+        Some(idx)
     }
 
     /// The credit window of the tunnel to `dst` in bytes (the configured one for a
     /// destination without a tunnel).
     pub fn window(&self, dst: PeerId) -> u32 {
-        self.index
-            .get(&dst)
-            .map_or(self.config.window, |&i| self.tunnels[i].window)
+        self.find(dst)
+            .map_or(self.config.window, |i| self.tunnels[i].window)
     }
 
     /// The state of the tunnel to `dst`, if one exists.
     pub fn tunnel_state(&self, dst: PeerId) -> Option<TxState> {
-        self.index.get(&dst).map(|&i| self.tunnels[i].fsm.state())
+        self.find(dst).map(|i| self.tunnels[i].fsm.state())
     }
 
     /// Queues an inner packet of `len` bytes for `dst`, creating the tunnel if needed.
@@ -554,11 +581,12 @@ impl<P: Clone> Sender<P> {
     /// Packets for another sender id or from an unknown source are counted and
     /// ignored.
     pub fn handle_control(&mut self, now: Time, src: PeerId, header: &ControlHeader) {
-        let Some(&idx) = self
-            .index
-            .get(&src)
-            .filter(|_| header.sender_id == self.config.sender_id)
-        else {
+        let idx = if header.sender_id == self.config.sender_id {
+            self.find_mut(src)
+        } else {
+            None
+        };
+        let Some(idx) = idx else {
             self.ignored_control += 1;
             return;
         };
@@ -610,9 +638,7 @@ impl<P: Clone> Sender<P> {
                 // another epoch would compare with them by accident.
                 let (ack, isn, next) = (header.ack_no, t.isn, t.next_seq);
                 if seq_le(isn, ack) && seq_lt(ack, next) {
-                    free_where(t, &mut self.acked, now, |seq| {
-                        seq_le(isn, seq) && seq_le(seq, ack)
-                    });
+                    free_range(t, &mut self.acked, now, isn, ack);
                 }
             }
             ControlKind::Ack => {
@@ -651,7 +677,7 @@ impl<P: Clone> Sender<P> {
     /// would add headers to the very queues that are overflowing.
     /// Unknown tunnels and sequence numbers not in flight are ignored.
     pub fn handle_returned(&mut self, now: Time, dst: PeerId, seq: u32) {
-        let Some(&idx) = self.index.get(&dst) else {
+        let Some(idx) = self.find_mut(dst) else {
             return;
         };
         let t = &mut self.tunnels[idx];
@@ -669,9 +695,7 @@ impl<P: Clone> Sender<P> {
     /// Charged bytes waiting in the send queue of the tunnel to `dst` (0 if there is
     /// no tunnel).
     pub fn send_queue_bytes(&self, dst: PeerId) -> u64 {
-        self.index
-            .get(&dst)
-            .map_or(0, |&i| self.tunnels[i].send_bytes)
+        self.find(dst).map_or(0, |i| self.tunnels[i].send_bytes)
     }
 
     /// Whether an ECN-capable packet about to join the send queue of the tunnel to
@@ -688,9 +712,8 @@ impl<P: Clone> Sender<P> {
     /// Packets waiting in the send queue of the tunnel to `dst` (0 if there is no
     /// tunnel): how much room a writer blocked by backpressure has.
     pub fn send_queue_len(&self, dst: PeerId) -> usize {
-        self.index
-            .get(&dst)
-            .map_or(0, |&i| self.tunnels[i].send_queue.len())
+        self.find(dst)
+            .map_or(0, |i| self.tunnels[i].send_queue.len())
     }
 
     /// The next packet to send, if any tunnel can send one now.
@@ -778,6 +801,7 @@ impl<P: Clone> Sender<P> {
             let rto = t.rtt.rto(cfg.rto);
             while t.in_flight.front().is_some_and(|p| p.sent_at + rto <= now) {
                 let pkt = t.in_flight.pop_front().expect("front exists");
+                t.landed(&pkt);
                 t.stats.rto_expiries += 1;
                 t.path_failed(pkt.path_id, now, cfg.path_avoidance, |p| p.timed_out += 1);
                 move_to_retransmit(t, pkt);
@@ -833,6 +857,21 @@ impl<P: Clone> Sender<P> {
     /// The most [`Sender::in_flight_bytes`] has been.
     pub fn peak_in_flight_bytes(&self) -> u64 {
         self.in_flight_peak
+    }
+
+    /// The addresses of the state beside the `Sender` that most events read: its
+    /// first tunnel, the ready list and the ACKed list (see `Host::hot_state`).
+    pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
+        if let Some(t) = self.tunnels.first() {
+            let p: *const u8 = (t as *const Tunnel<P>).cast();
+            for line in 0..std::mem::size_of::<Tunnel<P>>().div_ceil(64) {
+                visit(p.wrapping_add(64 * line));
+            }
+        }
+        if let Some(r) = self.ready.front() {
+            visit((r as *const usize).cast());
+        }
+        visit(self.acked.as_slices().0.as_ptr().cast());
     }
 
     /// Brings the all-tunnel in-flight total up to date with tunnel `idx`. Every

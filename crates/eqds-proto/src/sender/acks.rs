@@ -7,23 +7,37 @@ use std::collections::VecDeque;
 use super::tunnel::{Stray, Tunnel};
 use super::Acked;
 use crate::time::Time;
+use crate::wire::{seq_le, seq_lt};
 
-/// Frees every in-flight or queued-for-resend packet whose seq matches: an ACK for a
-/// packet already moved to the retransmit queue (late ACK after an RTO) still frees
-/// it, saving the resend.
-pub(super) fn free_where<P>(
+/// Frees every in-flight or queued-for-resend packet numbered from `first` to `last`
+/// (serially; a cumulative ACK): an ACK for a packet already moved to the retransmit
+/// queue (late ACK after an RTO) still frees it, saving the resend.
+///
+/// Packets in flight that were sent once are in sequence order (`Tunnel::in_flight`),
+/// so past the first of them numbered beyond `last` only those sent again can match,
+/// and once every one of those has been seen the scan stops: an ACK then reads the
+/// front of the queue, not the whole window.
+pub(super) fn free_range<P>(
     t: &mut Tunnel<P>,
     acked: &mut VecDeque<Acked<P>>,
     now: Time,
-    matches: impl Fn(u32) -> bool,
+    first: u32,
+    last: u32,
 ) {
+    debug_assert!(sent_once_in_order(t));
+    let matches = |seq| seq_le(first, seq) && seq_le(seq, last);
+    let mut resent_unseen = t.resent_in_flight;
     let mut i = 0;
     while i < t.in_flight.len() {
-        if matches(t.in_flight[i].seq) {
+        let (seq, resent) = (t.in_flight[i].seq, t.in_flight[i].sends > 1);
+        if matches(seq) {
             release(t, Held::InFlight, i, acked, now);
+        } else if !resent && resent_unseen == 0 && seq_lt(last, seq) {
+            break;
         } else {
             i += 1;
         }
+        resent_unseen -= usize::from(resent);
     }
     let mut i = 0;
     while i < t.retransmit.len() {
@@ -35,7 +49,19 @@ pub(super) fn free_where<P>(
     }
 }
 
-/// Frees the one packet with sequence number `seq` (a selective ACK): [`free_where`]
+/// Whether the packets in flight sent once are in sequence order, and
+/// `resent_in_flight` counts the others (checked in debug builds).
+fn sent_once_in_order<P>(t: &Tunnel<P>) -> bool {
+    let once = t.in_flight.iter().filter(|p| p.sends == 1);
+    let in_order = once
+        .clone()
+        .zip(once.skip(1))
+        .all(|(a, b)| seq_lt(a.seq, b.seq));
+    let resent = t.in_flight.iter().filter(|p| p.sends > 1).count();
+    in_order && resent == t.resent_in_flight
+}
+
+/// Frees the one packet with sequence number `seq` (a selective ACK): [`free_range`]
 /// for a single match, stopping at it. A seq is in flight or queued for resend at most
 /// once, and an ACK usually names one of the oldest packets in flight.
 pub(super) fn free_one<P>(t: &mut Tunnel<P>, acked: &mut VecDeque<Acked<P>>, now: Time, seq: u32) {
@@ -63,6 +89,7 @@ fn release<P>(t: &mut Tunnel<P>, held: Held, i: usize, acked: &mut VecDeque<Acke
     let (pkt, rtt) = match held {
         Held::InFlight => {
             let pkt = t.in_flight.remove(i).expect("index is in range");
+            t.landed(&pkt);
             t.in_flight_bytes -= u64::from(pkt.len);
             let rtt = (pkt.sends == 1).then(|| now.saturating_sub(pkt.sent_at));
             if let Some(sample) = rtt {

@@ -70,6 +70,9 @@ pub(super) fn send_data<P: Clone>(
     if let Some(path) = t.path_stats.get_mut(path_id) {
         path.sent += 1;
     }
+    if sends > 1 {
+        t.resent_in_flight += 1;
+    }
     t.in_flight.push_back(Sent {
         seq,
         len,

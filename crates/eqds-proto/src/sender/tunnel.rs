@@ -83,8 +83,12 @@ pub(super) struct Tunnel<P> {
     pub(super) retransmit: VecDeque<Sent<P>>,
     /// Charged bytes in `retransmit`.
     pub(super) retransmit_bytes: u64,
-    /// Sent and not yet ACKed, in order of (latest) send time.
+    /// Sent and not yet ACKed, in order of (latest) send time. Those sent once are
+    /// in sequence order too: new packets take increasing numbers, and renumbering
+    /// empties it first.
     pub(super) in_flight: VecDeque<Sent<P>>,
+    /// Packets in `in_flight` sent more than once, which may sit anywhere in it.
+    pub(super) resent_in_flight: usize,
     /// ACKed packets with copies still on their way; usually empty.
     pub(super) strays: Vec<Stray>,
     /// Round-trip samples of packets sent once: the retransmit timeout.
@@ -160,6 +164,7 @@ impl<P> Tunnel<P> {
             retransmit: VecDeque::new(),
             retransmit_bytes: 0,
             in_flight: VecDeque::new(),
+            resent_in_flight: 0,
             strays: Vec::new(),
             rtt: RttEstimator::default(),
             newest_delivered_send: None,
@@ -394,6 +399,7 @@ impl<P> Tunnel<P> {
     pub(super) fn echo(&mut self, seq: u32, now: Time, avoidance: Time) -> bool {
         if let Some(pos) = self.in_flight.iter().position(|p| p.seq == seq) {
             let mut pkt = self.in_flight.remove(pos).expect("position is in range");
+            self.landed(&pkt);
             pkt.echoes = pkt.echoes.saturating_add(1);
             self.path_failed(pkt.path_id, now, avoidance, |p| p.trimmed += 1);
             move_to_retransmit(self, pkt);
@@ -417,9 +423,17 @@ impl<P> Tunnel<P> {
             .is_some_and(|p| p.sent_at.saturating_add(window) < newest)
         {
             let pkt = self.in_flight.pop_front().expect("front exists");
+            self.landed(&pkt);
             self.stats.reorder_losses += 1;
             self.path_failed(pkt.path_id, now, avoidance, |p| p.timed_out += 1);
             move_to_retransmit(self, pkt);
+        }
+    }
+
+    /// Accounts for `pkt` leaving `in_flight`.
+    pub(super) fn landed(&mut self, pkt: &Sent<P>) {
+        if pkt.sends > 1 {
+            self.resent_in_flight -= 1;
         }
     }
 
@@ -506,6 +520,7 @@ impl<P> Tunnel<P> {
             .drain(..)
             .chain(self.retransmit.drain(..))
             .collect();
+        self.resent_in_flight = 0;
         // Every old seq lies serially before the new ISN, so this is the old order.
         let isn = self.isn;
         unacked.sort_by_key(|p| p.seq.wrapping_sub(isn));

@@ -18,11 +18,12 @@
 //! run loop, which owns the endpoints.
 
 use super::encap::{self, NO_FLOW};
+use super::payload::{Held, NativeFlow, Payload};
 use super::EqdsLayer;
 use crate::engine::{Event, EventQueue, SimRng, Timers};
 use crate::flow::FlowRecord;
 use crate::ids::Node;
-use crate::ids::{flow_of, EndpointId, HostId, PacketId, PortId};
+use crate::ids::{flow_of, EndpointId, FlowId, HostId, PacketId, PortId};
 use crate::net::packet::{flags, Packet, PacketKind, PacketSlab};
 use crate::net::port::PortCtx;
 use crate::net::Network;
@@ -86,7 +87,10 @@ impl EqdsLayer {
         }
         let id = io.pkts.alloc(pkt);
         let pure_ack = pkt.kind == PacketKind::Ack;
-        let accepted = match h.host.handle_write(now, eqif, dst, len, id, pure_ack) {
+        let accepted = match h
+            .host
+            .handle_write(now, eqif, dst, len, Payload::packet(id), pure_ack)
+        {
             Ok(()) => {
                 self.counters.written += 1;
                 if let Some(r) = rdma {
@@ -94,7 +98,7 @@ impl EqdsLayer {
                 }
                 true
             }
-            Err(EnqueueError::Backpressure(id)) => {
+            Err(EnqueueError::Backpressure(_)) => {
                 io.pkts.free(id);
                 if rdma.is_some() {
                     self.rdma.overflow += 1;
@@ -106,10 +110,59 @@ impl EqdsLayer {
                 }
                 false
             }
-            Err(EnqueueError::TooLarge(id)) => {
+            Err(EnqueueError::TooLarge(_)) => {
                 // Transports are configured to fit; a writer that does not is a bug,
                 // counted rather than fatal.
                 io.pkts.free(id);
+                self.counters.malformed += 1;
+                false
+            }
+        };
+        self.pump(now, host, io);
+        accepted
+    }
+
+    /// Native flow `native` starts: from now on its sender writes datagrams
+    /// ([`EqdsLayer::write_datagram`]).
+    pub fn open_native(&mut self, native: NativeFlow) {
+        let flow = native.flow as usize;
+        if self.natives.len() <= flow {
+            self.natives.resize(flow + 1, None);
+        }
+        self.natives[flow] = Some(native);
+    }
+
+    /// Hands the datagram of native flow `flow` that starts at byte `seq` to its
+    /// host's sending EQIF, as [`EqdsLayer::write`] a packet from a native writer:
+    /// held unmade (`payload.rs`) unless its EQIF is an RDMA one, whose feedback
+    /// reads the packet. Returns whether it was accepted.
+    pub fn write_datagram(&mut self, now: Time, flow: FlowId, seq: u64, io: &mut HostIo) -> bool {
+        let native = self.natives[flow as usize].expect("the flow was opened");
+        let writer = Writer::Native(native.sender);
+        let eqif = self.settings.eqif_of_flow(io.flows, flow);
+        let rdma = self.settings.rdma(eqif).is_some();
+        let Some(index) = native.index_of(seq).filter(|_| !rdma) else {
+            return self.write(now, native.packet(seq, now), writer, io);
+        };
+        let (host, dst) = (native.src, native.dst);
+        let h = &mut self.hosts[host as usize];
+        // Counted as a packet from here, as `write` allocates one before offering it.
+        io.pkts.count_unmade();
+        let payload = Payload::datagram(flow, index);
+        let len = native.len_at(seq);
+        let accepted = match h.host.handle_write(now, eqif, dst, len, payload, false) {
+            Ok(()) => {
+                self.counters.written += 1;
+                true
+            }
+            Err(EnqueueError::Backpressure(_)) => {
+                io.pkts.uncount_unmade();
+                self.counters.send_queue_full += 1;
+                h.block(eqif, dst, native.sender);
+                false
+            }
+            Err(EnqueueError::TooLarge(_)) => {
+                io.pkts.uncount_unmade();
                 self.counters.malformed += 1;
                 false
             }
@@ -240,20 +293,22 @@ impl EqdsLayer {
                 io.pkts.free(id);
             }
             Ok((Header::Data(hdr), _)) => {
-                match h.handle_data(now, pkt.src, &hdr, id, payload_len as usize) {
+                let payload = Payload::packet(id);
+                match h.handle_data(now, pkt.src, &hdr, payload, payload_len as usize) {
                     Ok(()) => {
                         if hdr.trimmed {
                             counters.trimmed_received += 1;
                         }
                         while let Some(d) = h.poll_deliver(now) {
-                            release(delivered, d.payload, tags, overhead, io.pkts);
+                            let id = d.payload.expect_packet();
+                            release(delivered, id, tags, overhead, io.pkts);
                         }
                         while let Some(x) = h.poll_discarded() {
-                            io.pkts.free(x);
+                            io.pkts.free(x.expect_packet());
                         }
                     }
                     // Every host has the same EQIFs; an id beyond them is not ours.
-                    Err(id) => {
+                    Err(_) => {
                         counters.malformed += 1;
                         io.pkts.free(id);
                     }
@@ -263,12 +318,20 @@ impl EqdsLayer {
                 h.handle_control(now, pkt.src, &hdr, pkt.size);
                 io.pkts.free(id);
                 while let Some((_, acked)) = h.poll_acked() {
-                    let inner = *io.pkts.get(acked.payload);
-                    if let (Some(rtt), Some(f)) = (acked.rtt, io.flows.get_mut(inner.flow as usize))
-                    {
+                    let flow = match acked.payload.held() {
+                        Held::Packet(inner) => {
+                            let flow = io.pkts.get(inner).flow;
+                            io.pkts.free(inner);
+                            flow
+                        }
+                        Held::Datagram { flow, .. } => {
+                            io.pkts.uncount_unmade();
+                            flow
+                        }
+                    };
+                    if let (Some(rtt), Some(f)) = (acked.rtt, io.flows.get_mut(flow as usize)) {
                         f.record_rtt(rtt);
                     }
-                    io.pkts.free(acked.payload);
                 }
             }
         }
@@ -289,7 +352,7 @@ impl EqdsLayer {
         while let Some(d) = h.host.poll_deliver(now) {
             release(
                 &mut self.delivered,
-                d.payload,
+                d.payload.expect_packet(),
                 &self.tags,
                 overhead,
                 io.pkts,
@@ -335,13 +398,24 @@ impl EqdsLayer {
                 }
             }
             let hdr = Header::Data(tx.header);
-            let (pkt, inner) = match tx.payload {
-                Some(inner_id) => {
+            let (pkt, inner) = match tx.payload.map(Payload::held) {
+                Some(Held::Packet(inner_id)) => {
                     let inner = io.pkts.get(inner_id);
                     self.counters.data_sent += 1;
                     sent_data = true;
                     (
                         encap::data_packet(inner, tx.wire_len, tx.header.path_id),
+                        (inner.kind, inner.flags),
+                    )
+                }
+                Some(Held::Datagram { flow, index }) => {
+                    let native = self.natives[flow as usize].as_ref();
+                    let native = native.expect("a datagram's flow was opened");
+                    let inner = native.packet(native.seq_of(index), now);
+                    self.counters.data_sent += 1;
+                    sent_data = true;
+                    (
+                        encap::data_packet(&inner, tx.wire_len, tx.header.path_id),
                         (inner.kind, inner.flags),
                     )
                 }

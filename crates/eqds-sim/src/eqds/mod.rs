@@ -12,8 +12,10 @@
 //! Each host's `Host` does the protocol (EQIFs, uplink scheduler, receiving EQIF,
 //! peer ids, windows, timers at scale); this module supplies only what the daemon gets
 //! from the kernel:
-//! - **Packets.** The core's packet handle is the simulator's [`PacketId`]. A packet
-//!   written into EQDS stays in the slab, owned by the sending EQIF until its ACK.
+//! - **Packets.** The core's packet handle is a [`Payload`]: the simulator's
+//!   [`PacketId`], or a native application's datagram not yet made into a packet
+//!   (`payload.rs`). A packet written into EQDS stays in the slab, owned by the
+//!   sending EQIF until its ACK; a datagram is made into one only as it is sent.
 //!   Each transmission is a copy of it, `overhead` bytes bigger, whose 16-byte EQDS
 //!   header is encoded into a side table (`encap.rs`) rather than widening every
 //!   packet: switches only read the packet, receivers decode the real wire format.
@@ -32,10 +34,12 @@
 
 mod adapter;
 mod encap;
+mod payload;
 
 pub use adapter::{HostIo, Writer};
 pub use encap::TagTable;
 pub use eqds_proto::host::bdp_packets;
+pub use payload::{Held, NativeFlow, Payload};
 
 use std::sync::Arc;
 
@@ -221,7 +225,7 @@ pub struct RdmaCounters {
 
 /// One host's EQDS and the simulator's state around it.
 pub struct EqdsHost {
-    pub host: Host<PacketId>,
+    pub host: Host<Payload>,
     /// Earliest `EqdsTimer` event queued for this host (`Time::MAX` if none).
     timer_queued: Time,
     /// The NIC queue was full with the sending EQIFs possibly holding more: pump
@@ -272,6 +276,20 @@ impl EqdsLayer {
     }
 }
 
+impl EqdsLayer {
+    /// Starts loading the state of host `host`'s EQDS that lives apart from its
+    /// struct (`Host::hot_state`: the first tunnel, peer and queues, and the
+    /// blocked writers). Reads the struct to find them, so best called once
+    /// [`EqdsLayer::prefetch_host`] has loaded it.
+    #[inline]
+    pub fn prefetch_host_state(&self, host: HostId) {
+        if let Some(h) = self.hosts.get(host as usize) {
+            h.host.hot_state(&mut |p| crate::engine::prefetch(p));
+            crate::engine::prefetch(h.blocked.as_ptr());
+        }
+    }
+}
+
 /// EQDS on every host of a run.
 pub struct EqdsLayer {
     pub settings: EqdsSettings,
@@ -280,6 +298,9 @@ pub struct EqdsLayer {
     pub counters: EqdsCounters,
     /// Inner packets released to their transports, for the run loop to hand over.
     pub delivered: Vec<PacketId>,
+    /// Native applications' flows by flow id (`None` for the others): what makes
+    /// their datagrams into packets (`payload.rs`).
+    natives: Vec<Option<NativeFlow>>,
     /// The RDMA EQIFs' counters kept by the layer (the rest is in each host's
     /// feedback state: [`EqdsLayer::rdma_totals`]).
     rdma: RdmaCounters,
@@ -332,6 +353,7 @@ impl EqdsLayer {
             tags: TagTable::default(),
             counters: EqdsCounters::default(),
             delivered: Vec::new(),
+            natives: Vec::new(),
             rdma: RdmaCounters::default(),
         }
     }

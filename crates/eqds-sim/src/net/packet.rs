@@ -172,6 +172,22 @@ impl PacketSlab {
         self.free.push(id);
     }
 
+    /// Counts among the live packets one that exists outside the slab: a native
+    /// application's datagram that EQDS holds unmade (`eqds::payload`), so that the
+    /// peak reports every packet of the run whatever its form.
+    #[inline]
+    pub fn count_unmade(&mut self) {
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+    }
+
+    /// A packet counted by [`PacketSlab::count_unmade`] is gone.
+    #[inline]
+    pub fn uncount_unmade(&mut self) {
+        debug_assert!(self.live > 0);
+        self.live -= 1;
+    }
+
     #[inline]
     pub fn prefetch(&self, id: PacketId) {
         if let Some(p) = self.try_get(id) {

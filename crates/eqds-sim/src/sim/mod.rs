@@ -22,7 +22,7 @@ use crate::net::Network;
 use crate::transport::{Ctx, Endpoint};
 use crate::units::Time;
 use crate::workload::FollowUp;
-use crate::world::World;
+use crate::world::{PullPacer, World};
 use endpoints::EndpointFactory;
 use sample::Sampler;
 
@@ -177,18 +177,25 @@ impl Simulation {
     /// has time to arrive before the next stage needs it. Counting the next event as
     /// one ahead:
     ///
-    /// - `PACKET_LEAD + 1` ahead: the packet of an arrival (and at a host under
-    ///   EQDS, its EQDS header, the host's EQDS state, its NIC port and the address
-    ///   of that port's queue); the port of a transmitter freeing up and its queue's
-    ///   state; for an EQDS timer, the host's EQDS state and NIC as for an arrival;
-    ///   for an endpoint's timer, its entry in the endpoint table.
-    /// - `ROUTE_LEAD + 2` ahead: an EQDS host's NIC queue state (its address loaded
-    ///   by then); for an arrival at a host for an endpoint, the endpoint's entry in
-    ///   the table (the packet naming it is loaded); for an endpoint's timer, the
-    ///   endpoint.
+    /// - `PACKET_LEAD + 1` ahead: the packet of an arrival (and at a host, its NIC
+    ///   port and the address of that port's queue; under EQDS also the packet's
+    ///   EQDS header and the host's EQDS state); the port of a transmitter freeing
+    ///   up and its queue's state; for an EQDS timer, the host's EQDS state and NIC
+    ///   as for an arrival; for a pull slot, the host's pull pacer and NIC; for an
+    ///   endpoint's timer, its entry in the endpoint table.
+    /// - `EQDS_STATE_LEAD + 1` ahead: for an arrival at an EQDS host and an EQDS
+    ///   timer, the host's EQDS state that lives apart from its struct (its first
+    ///   tunnel and peer, its protocol queues: `Host::hot_state`), found through
+    ///   the struct loaded one event earlier.
+    /// - `ROUTE_LEAD + 2` ahead: a host's NIC queue state (its address loaded by
+    ///   then) for an arrival at the host, an EQDS timer or a pull slot, as the host
+    ///   answers or pumps; for an arrival for an endpoint, the endpoint's entry in
+    ///   the table and its flow's record (the packet naming them is loaded); for a
+    ///   pull slot, the pacer's next endpoint in its queue; for an endpoint's timer,
+    ///   the endpoint.
     /// - `ROUTE_LEAD + 1` ahead: for an arrival at a switch, the output port it will
     ///   be routed to and that port's queue state; for an arrival at a host for an
-    ///   endpoint, the endpoint.
+    ///   endpoint, and for a pull slot, the endpoint.
     /// - The next event: the head of the freeing port's queue.
     ///
     /// Instructions per event do not grow with the network; what grows is the share
@@ -198,10 +205,12 @@ impl Simulation {
     fn prefetch_ahead(&self) {
         const PACKET_LEAD: usize = 4;
         const ROUTE_LEAD: usize = 1;
-        /// Lines of a host's EQDS state loaded ahead: its first four hold what
-        /// every EQDS event on the host reads first; loading all of it (about 20
-        /// lines) was no faster.
-        const EQDS_HOST_LINES: usize = 4;
+        const EQDS_STATE_LEAD: usize = 3;
+        /// Lines of a host's EQDS struct loaded ahead (of about 20): those every
+        /// EQDS event on the host reads first and where `Host::hot_state` finds its
+        /// pointers. Loading all of it was no faster (the k=32 EQDS permutation:
+        /// 5.3 M events/s with all, 5.5 M with 8).
+        const EQDS_HOST_LINES: usize = 8;
         let w = &self.world;
         let ahead = w.events.ahead();
         if let Some(&Event::TxDone { port }) = ahead.get(0) {
@@ -233,6 +242,11 @@ impl Simulation {
                     self.prefetch_endpoint(p.dst_endpoint, true);
                 }
             }
+            Some(&Event::PullSlot { host }) => {
+                if let Some(ep) = w.pacers.get(host as usize).and_then(PullPacer::next_turn) {
+                    self.prefetch_endpoint(ep, true);
+                }
+            }
             _ => {}
         }
         match ahead.get(ROUTE_LEAD + 1) {
@@ -244,22 +258,54 @@ impl Simulation {
                 pkt,
             }) => match w.pkts.try_get(pkt) {
                 Some(p) if p.has(flags::EQDS) => self.prefetch_nic_queue(h),
-                Some(p) => self.prefetch_endpoint(p.dst_endpoint, false),
+                Some(p) => {
+                    self.prefetch_endpoint(p.dst_endpoint, false);
+                    self.prefetch_nic_queue(h);
+                    if let Some(f) = w.flows.get(p.flow as usize) {
+                        crate::engine::prefetch(f);
+                    }
+                }
                 None => {}
             },
             Some(&Event::EqdsTimer { host }) => self.prefetch_nic_queue(host),
+            Some(&Event::PullSlot { host }) => {
+                self.prefetch_nic_queue(host);
+                if let Some(pacer) = w.pacers.get(host as usize) {
+                    pacer.prefetch_next_turn();
+                }
+            }
             Some(&Event::Timer { endpoint }) => self.prefetch_endpoint(endpoint, true),
             _ => {}
+        }
+        // A host's EQDS state beside its struct, which `PACKET_LEAD` loaded.
+        if let (
+            Some(&Event::Arrive {
+                at: Node::Host(host),
+                ..
+            })
+            | Some(&Event::EqdsTimer { host }),
+            Some(eqds),
+        ) = (ahead.get(EQDS_STATE_LEAD), &w.eqds)
+        {
+            eqds.prefetch_host_state(host);
         }
         match ahead.get(PACKET_LEAD) {
             Some(&Event::ArriveFrom { pkt, .. }) => w.pkts.prefetch(pkt),
             Some(&Event::Arrive { at, pkt }) => {
                 w.pkts.prefetch(pkt);
-                if let (Node::Host(h), Some(eqds)) = (at, &w.eqds) {
-                    eqds.tags.prefetch(pkt);
-                    eqds.prefetch_host(h, EQDS_HOST_LINES);
+                if let Node::Host(h) = at {
+                    if let Some(eqds) = &w.eqds {
+                        eqds.tags.prefetch(pkt);
+                        eqds.prefetch_host(h, EQDS_HOST_LINES);
+                    }
                     self.prefetch_nic(h);
                 }
+            }
+            Some(&Event::PullSlot { host }) => {
+                if let Some(pacer) = w.pacers.get(host as usize) {
+                    crate::engine::prefetch(pacer);
+                }
+                self.prefetch_nic(host);
             }
             Some(&Event::TxDone { port }) => self.prefetch_port(port as usize),
             Some(&Event::EqdsTimer { host }) => {
@@ -284,14 +330,13 @@ impl Simulation {
         }
     }
 
-    /// Starts loading the state of host `host`'s NIC queue, if it runs EQDS.
+    /// Starts loading the state of host `host`'s NIC queue: EQDS pumps it after
+    /// every event on the host, and an endpoint answers most packets.
     #[inline]
     fn prefetch_nic_queue(&self, host: HostId) {
         let w = &self.world;
-        if w.eqds.is_some() {
-            if let Some(q) = w.net.queues.get(w.net.host_port(host) as usize) {
-                crate::net::queue::prefetch_state(&**q);
-            }
+        if let Some(q) = w.net.queues.get(w.net.host_port(host) as usize) {
+            crate::net::queue::prefetch_state(&**q);
         }
     }
 

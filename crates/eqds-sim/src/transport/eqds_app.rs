@@ -6,8 +6,8 @@
 //! destination's send queue until EQDS pushes back, then waits for its timer, which
 //! the EQDS layer arms when the queue has room again.
 
+use crate::eqds::NativeFlow;
 use crate::ids::{FlowId, PacketId};
-use crate::net::packet::{Packet, PacketKind};
 use crate::transport::{Ctx, Endpoint, Ends};
 
 pub struct EqdsAppSender {
@@ -29,30 +29,32 @@ impl EqdsAppSender {
         }
     }
 
-    /// Writes datagrams until the flow is written or EQDS pushes back.
+    /// Writes datagrams until the flow is written or EQDS pushes back. Each is
+    /// `ctx.eqds_max_inner()` bytes but the last: EQDS makes it into a packet as it
+    /// sends it ([`NativeFlow::packet`]).
     fn write(&mut self, ctx: &mut Ctx) {
         let max = u64::from(ctx.eqds_max_inner());
         while self.written < self.size {
-            let len = max.min(self.size - self.written) as u32;
-            let accepted = ctx.eqds_write(Packet {
-                size: len,
-                seq: self.written,
-                timestamp: ctx.now,
-                payload: len,
-                kind: PacketKind::Data,
-                class: self.class,
-                ..self.ends.packet()
-            });
-            if !accepted {
+            if !ctx.eqds_write_datagram(self.ends.flow, self.written) {
                 return;
             }
-            self.written += u64::from(len);
+            self.written += max.min(self.size - self.written);
         }
     }
 }
 
 impl Endpoint for EqdsAppSender {
     fn on_start(&mut self, ctx: &mut Ctx) {
+        ctx.eqds_open_native(NativeFlow {
+            flow: self.ends.flow,
+            src: self.ends.host,
+            sender: self.ends.me,
+            dst: self.ends.peer_host,
+            receiver: self.ends.peer,
+            size: self.size,
+            datagram: ctx.eqds_max_inner(),
+            class: self.class,
+        });
         self.write(ctx);
     }
 

@@ -111,14 +111,21 @@ impl Ctx<'_> {
         self.world.send_from_host(self.now, pkt);
     }
 
-    /// Writes an inner packet into its source host's EQDS (the scenario must use
-    /// EQDS) as a native application: returns false if the destination's send queue
-    /// is full, in which case this endpoint's timer fires once it has room.
+    /// Tells its source host's EQDS that native flow `native` starts: it will
+    /// write its datagrams with [`Ctx::eqds_write_datagram`].
     #[inline]
-    pub fn eqds_write(&mut self, pkt: Packet) -> bool {
-        let me = self.me;
-        self.world
-            .eqds_write(self.now, pkt, crate::eqds::Writer::Native(me))
+    pub fn eqds_open_native(&mut self, native: crate::eqds::NativeFlow) {
+        self.world.eqds_open_native(native);
+    }
+
+    /// Writes the datagram of native flow `flow` (opened with
+    /// [`Ctx::eqds_open_native`]) that starts at byte `seq` into its source host's
+    /// EQDS (the scenario must use EQDS): false if the destination's send queue is
+    /// full, in which case this endpoint's timer fires once it has room. EQDS makes
+    /// the datagram into a packet only when it sends it.
+    #[inline]
+    pub fn eqds_write_datagram(&mut self, flow: FlowId, seq: u64) -> bool {
+        self.world.eqds_write_datagram(self.now, flow, seq)
     }
 
     /// Whether to hold new data for `dst` because EQDS pushes back (its send queue

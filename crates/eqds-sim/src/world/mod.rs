@@ -192,6 +192,19 @@ impl World {
 
     /// Whether a transport on `host` should hold new data for `dst` (see
     /// [`EqdsLayer::hold`]). Always false when EQDS does not tunnel transports.
+    /// Native flow `native` starts writing datagrams into EQDS.
+    pub fn eqds_open_native(&mut self, native: crate::eqds::NativeFlow) {
+        if let Some(eqds) = self.eqds.as_deref_mut() {
+            eqds.open_native(native);
+        }
+    }
+
+    /// Writes the datagram of native flow `flow` that starts at byte `seq`.
+    pub fn eqds_write_datagram(&mut self, now: Time, flow: FlowId, seq: u64) -> bool {
+        let (eqds, mut io) = self.eqds_io();
+        eqds.write_datagram(now, flow, seq, &mut io)
+    }
+
     pub fn eqds_hold(&mut self, host: HostId, dst: HostId, ep: EndpointId) -> bool {
         let Some(eqds) = self.eqds.as_deref_mut() else {
             return false;

@@ -68,6 +68,20 @@ impl PullPacer {
         Some(self.next_free.max(now))
     }
 
+    /// The endpoint whose turn comes next, if any (for prefetching).
+    #[inline]
+    pub fn next_turn(&self) -> Option<EndpointId> {
+        self.waiting.front().copied()
+    }
+
+    /// Starts loading the entry of the endpoint whose turn comes next.
+    #[inline]
+    pub fn prefetch_next_turn(&self) {
+        if let Some(ep) = self.waiting.front() {
+            crate::engine::prefetch(ep);
+        }
+    }
+
     /// Endpoints waiting for a turn (for tests and statistics).
     pub fn waiting(&self) -> usize {
         self.waiting.len()
