@@ -735,14 +735,12 @@ impl Receiver {
         true
     }
 
-    /// The addresses of the state beside the `Receiver` that most events read: its
-    /// first sender's record and its queues (see `Host::hot_state`).
+    /// The addresses of the state beside the `Receiver` that most events read: the
+    /// first line of its first sender's record and its queues (see
+    /// `Host::hot_state`).
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         if let Some(p) = self.peers.first() {
-            let p: *const u8 = (p as *const Peer).cast();
-            for line in 0..std::mem::size_of::<Peer>().div_ceil(64) {
-                visit(p.wrapping_add(64 * line));
-            }
+            visit((p as *const Peer).cast());
         }
         visit(self.asl.heap.as_slice().as_ptr().cast());
         visit(self.spare.as_slices().0.as_ptr().cast());

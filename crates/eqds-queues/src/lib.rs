@@ -101,10 +101,15 @@ pub use strict_priority::StrictPriority;
 pub use trimming::{TrimScheduler, Trimming};
 
 /// What the port and its discipline count. All counters are totals over the run.
+/// In declaration order (`repr(C)`): first the three that every packet through a
+/// port may change, for a port that embeds these and wants them in one cache line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct PortStats {
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// Largest backlog seen, in bytes (excluding the packet on the wire).
+    pub max_backlog_bytes: u64,
     pub drops: u64,
     pub dropped_bytes: u64,
     /// Of `drops`, the packets a [`RandomLoss`] wrapper lost (corruption, not
@@ -115,8 +120,6 @@ pub struct PortStats {
     pub trims: u64,
     /// Headers sent back to their source because the header queue was full.
     pub returns: u64,
-    /// Largest backlog seen, in bytes (excluding the packet on the wire).
-    pub max_backlog_bytes: u64,
 }
 
 /// The flow key of the simulator's packets: its 5-tuple, here the flow and the

@@ -13,20 +13,19 @@ use crate::ids::{Node, PacketId, PortId};
 use crate::net::packet::PacketSlab;
 use crate::units::{serialisation_time, Time};
 
-/// Two cache lines, aligned so that prefetching them loads the whole port.
-#[repr(align(64))]
+/// Two cache lines, laid out in order (`repr(C)`) so that the first holds all that
+/// a packet through the port reads and writes unless it is refused, trimmed or
+/// marked: the run loop loads only that line ahead. The second holds the other
+/// counters, PFC's record and what only setup and reports read.
+#[repr(C, align(64))]
 pub struct Port {
+    /// Who receives what this port transmits.
+    pub peer: Node,
     /// Transmit rate in bits per second.
     pub rate_bps: u64,
     /// Propagation latency of the link plus the forwarding latency of the switch at
     /// the far end (an output-queued switch adds it before the output queue).
     pub latency: Time,
-    /// Who transmits on this port.
-    pub owner: Node,
-    /// Who receives what this port transmits.
-    pub peer: Node,
-    /// Topology tier of this link direction (index into `Network::tier_names`).
-    pub tier: u8,
     /// When the transmitter finishes the packet now on the wire.
     pub busy_until: Time,
     /// A `TxDone` event for this port is in the event queue.
@@ -40,11 +39,20 @@ pub struct Port {
     pub paused: u8,
     /// PFC bookkeeping this port does as it transmits ([`pfc_flags`]).
     pub pfc_flags: u8,
+    /// Counters. `PortStats` puts first the three that every packet through the
+    /// port may change, so that they end the first line.
+    pub stats: PortStats,
+    /// Who transmits on this port.
+    pub owner: Node,
     /// The packet this port last started, kept for PFC's accounting when
     /// [`pfc_flags::RECORD_TX`] is set (`u32::MAX`: taken).
     pub last_tx: PacketId,
-    pub stats: PortStats,
+    /// Topology tier of this link direction (index into `Network::tier_names`).
+    pub tier: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Port>() == 128);
+const _: () = assert!(std::mem::offset_of!(Port, stats) + 24 <= 64);
 
 /// What a port does for PFC as it transmits.
 pub mod pfc_flags {
@@ -131,13 +139,11 @@ impl Port {
         None
     }
 
-    /// Starts loading the port itself.
+    /// Starts loading the port's first line: all that a packet through it needs
+    /// unless it is refused, trimmed or marked (see [`Port`]).
     #[inline]
     pub fn prefetch(&self) {
-        let p = self as *const Port as *const u8;
-        for line in 0..std::mem::size_of::<Port>().div_ceil(64) {
-            crate::engine::prefetch(p.wrapping_add(64 * line));
-        }
+        crate::engine::prefetch(self as *const Port as *const u8);
     }
 
     /// The transmitter became free and a packet may be waiting.
