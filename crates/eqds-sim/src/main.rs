@@ -7,24 +7,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// mimalloc's `mi_option_purge_delay` (its `mimalloc.h`, v3; `libmimalloc-sys` names
-/// no constant for it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// Huge pages, and memory kept once freed. A run's memory rises to a plateau and
-/// stays there; handing freed pages back to the kernel (mimalloc's default, after a
-/// delay) only means taking them back moments later, each cleared again and, under a
-/// hypervisor, backed again. At k=32 (EQDS, 40 us) that was 1.2 s of system time in
-/// 10 s; peak RSS grows by a few percent.
-fn configure_allocator() {
-    // SAFETY: these set mimalloc's global options; each takes effect for the memory
-    // mimalloc asks the OS for (or would return to it) from now on, and has no other
-    // precondition.
-    unsafe {
-        libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1);
-        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1);
-    }
-}
 use clap::{Parser, Subcommand};
 use eqds_sim::memory::Size;
 use eqds_sim::run::{run_to_dir, RunError};
@@ -112,7 +94,7 @@ fn check_memory(loaded: &Loaded, limit: Option<u64>) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    configure_allocator();
+    eqds_sim::memory::configure_allocator();
     let cli = Cli::parse();
     match cli.command {
         Command::Run {
