@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Per-event cost against network size (BENCHMARKS.md, "Per-event cost against network
+# size"): the EQDS (100 us) and NDP (200 us) permutations of scenarios/ at each k,
+# with two builds of eqds-sim in interleaved pairs, the order alternating.
+#
+#   scripts/bench_scale.sh BASE_BIN NEW_BIN ["KS"] [PAIRS]     (defaults "8 16 24 32", 3)
+#
+# One line per run: protocol, k, build, pair, wall seconds, peak RSS (KB), events,
+# events/s. Compare the builds pair by pair: this machine's speed drifts within
+# minutes. Run it on an otherwise idle machine.
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+declare -A bin=([base]=$(realpath "$1") [new]=$(realpath "$2"))
+ks=${3:-"8 16 24 32"}
+pairs=${4:-3}
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for k in $ks; do
+  for proto in eqds ndp; do
+    scenario=scenarios/$proto-permutation-100g.toml
+    stop=100us
+    [ "$proto" = ndp ] && stop=200us
+    for pair in $(seq 1 "$pairs"); do
+      order="base new"
+      [ $((pair % 2)) = 0 ] && order="new base"
+      for build in $order; do
+        /usr/bin/time -f "%e %M" -o "$tmp/time" "${bin[$build]}" run "$scenario" -q \
+          --set topology.k="$k" --set stop.time=$stop --out "$tmp/out" > /dev/null
+        read -r wall rss < "$tmp/time"
+        perf=$(python3 -c "import json; d = json.load(open('$tmp/out/perf.json')); print(d['events'], round(d['events_per_second']))")
+        echo "$proto $k $build $pair $wall $rss $perf"
+      done
+    done
+  done
+done
