@@ -141,21 +141,25 @@ struct PeerTunnel<P> {
 
 /// A receiving EQIF: credit scheduler, tunnel state machines and reorder queues. See
 /// the module documentation.
+///
+/// Fields are kept in this order (`repr(C)`): the credit scheduler's hot fields first (see
+/// [`Receiver`]), configuration last.
 #[derive(Debug)]
+#[repr(C)]
 pub struct ReceivingEqif<P> {
-    /// Parameters.
-    config: ReceivingEqifConfig,
     /// The credit scheduler of the access link.
     credit: Receiver,
-    /// Tunnel state per sending peer; absent means CLOSED.
-    tunnels: BTreeMap<PeerId, PeerTunnel<P>>,
     /// Packets released and not yet handed out.
     deliveries: VecDeque<Delivery<P>>,
     /// Payloads of packets not delivered (trimmed headers, RTSs, duplicates, drops),
     /// handed back so the caller can recycle their buffers.
     discarded: Vec<P>,
+    /// Tunnel state per sending peer; absent means CLOSED.
+    tunnels: BTreeMap<PeerId, PeerTunnel<P>>,
     /// Counters.
     stats: EqifStats,
+    /// Parameters.
+    config: ReceivingEqifConfig,
 }
 
 impl<P> ReceivingEqif<P> {
@@ -465,6 +469,13 @@ impl<P> ReceivingEqif<P> {
     /// The addresses of the state beside the EQIF that most events read: the
     /// credit scheduler's (see `Receiver::hot_state`) and the delivery and
     /// discard queues.
+    /// The fields [`ReceivingEqif::hot_state`] reads (see [`crate::Host::hot_fields`]).
+    pub(crate) fn hot_fields(&self, visit: &mut impl FnMut(*const u8)) {
+        self.credit.hot_fields(visit);
+        visit((&raw const self.deliveries).cast());
+        visit((&raw const self.discarded).cast());
+    }
+
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         self.credit.hot_state(visit);
         visit(self.deliveries.as_slices().0.as_ptr().cast());

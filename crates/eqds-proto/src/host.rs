@@ -116,25 +116,30 @@ pub struct EqifQueue {
 }
 
 /// A host's EQDS. See the module documentation.
+///
+/// Fields are kept in this order (`repr(C)`): what every event reads (timers, flags), then
+/// the receiving side, whose hot fields lead it, then the sending side (see
+/// [`Receiver`]).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Host<P> {
-    tx: Uplink<P>,
-    rx: ReceivingEqif<P>,
-    mtu: u32,
-    link_rate_bps: u64,
-    peer_eqifs: Vec<Share>,
-    /// Pull each of a peer's EQIFs by its share.
-    weigh_peers: bool,
-    pace_control: bool,
-    acks_first: bool,
-    /// Send-queue limit per destination of each sending EQIF, in charged bytes.
-    send_queue_bytes: Vec<u64>,
-    tunnel_windows: Option<TunnelWindows>,
     /// See "Timers at scale".
     slack: Time,
     /// Earliest of the slow timers (retransmit, credit loss, reorder holes) as of
     /// the last scan, or when to look again.
     slow_due: Time,
+    mtu: u32,
+    /// Pull each of a peer's EQIFs by its share.
+    weigh_peers: bool,
+    pace_control: bool,
+    acks_first: bool,
+    rx: ReceivingEqif<P>,
+    tx: Uplink<P>,
+    /// Send-queue limit per destination of each sending EQIF, in charged bytes.
+    send_queue_bytes: Vec<u64>,
+    peer_eqifs: Vec<Share>,
+    tunnel_windows: Option<TunnelWindows>,
+    link_rate_bps: u64,
 }
 
 impl<P: Clone> Host<P> {
@@ -460,6 +465,15 @@ impl<P: Clone> Host<P> {
             .flatten()
             .min();
         self.slow_due = scan.unwrap_or(now.saturating_add(self.slack));
+    }
+
+    /// Calls `visit` with the address of each field of the `Host` that
+    /// [`Host::hot_state`] reads, without reading any: a caller may start loading
+    /// them first, so that `hot_state` does not wait for them.
+    pub fn hot_fields(&self, visit: &mut impl FnMut(*const u8)) {
+        self.tx.eqif(0).hot_fields(visit);
+        self.rx.hot_fields(visit);
+        visit((&raw const self.send_queue_bytes).cast());
     }
 
     /// Calls `visit` with the address of each piece of this host's state that lives

@@ -268,37 +268,41 @@ pub struct Acked<P> {
 /// `P` is the caller's packet handle (a slab index in the simulator, a buffer in the
 /// daemon). It is cloned once per transmission, since the sender keeps the packet
 /// until it is ACKed: use a cheap handle.
+///
+/// Fields are kept in this order (`repr(C)`): what a transmission or an ACK reads first,
+/// configuration and lookup tables last (see [`crate::receiver::Receiver`]).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Sender<P> {
-    config: SenderConfig,
     /// Tunnels, indexed by position; never removed (teardown belongs to the tunnel
     /// state machines).
     tunnels: Vec<Tunnel<P>>,
-    /// Position of each destination's tunnel (Fx hashing: see `Receiver::index`).
-    index: FxHashMap<PeerId, usize>,
-    /// The tunnel looked up last, and its position: a sender mostly talks to one
-    /// destination at a time (a permutation: only ever one), and this spares it the
-    /// map's memory, a cache miss per packet on a large network. Tunnels never move,
-    /// so it never goes stale.
-    last: Option<(PeerId, usize)>,
     /// Tunnels that can send now (credit for their next packet, or an RTS due),
     /// served round robin one packet per turn (our choice: §6 prescribes DRR only
     /// between EQIFs).
     ready: VecDeque<usize>,
     /// ACKed packets, handed back by [`Sender::poll_acked`].
     acked: VecDeque<Acked<P>>,
-    rng: SplitMix64,
-    /// Draws for RED's marking ramp, apart from `rng` so that marking does not move
-    /// the epochs and path permutations of a seed.
-    ecn_rng: SplitMix64,
-    /// Control packets ignored: wrong sender id or unknown source.
-    ignored_control: u64,
-    /// RST packets received (handled by the tunnel state machines, not here).
-    rst_received: u64,
+    /// The tunnel looked up last, and its position: a sender mostly talks to one
+    /// destination at a time (a permutation: only ever one), and this spares it the
+    /// map's memory, a cache miss per packet on a large network. Tunnels never move,
+    /// so it never goes stale.
+    last: Option<(PeerId, usize)>,
     /// Charged bytes sent and not yet ACKed, NACKed or timed out, over all tunnels.
     in_flight_total: u64,
     /// The most `in_flight_total` has been.
     in_flight_peak: u64,
+    rng: SplitMix64,
+    /// Draws for RED's marking ramp, apart from `rng` so that marking does not move
+    /// the epochs and path permutations of a seed.
+    ecn_rng: SplitMix64,
+    config: SenderConfig,
+    /// Position of each destination's tunnel (Fx hashing: see `Receiver::index`).
+    index: FxHashMap<PeerId, usize>,
+    /// Control packets ignored: wrong sender id or unknown source.
+    ignored_control: u64,
+    /// RST packets received (handled by the tunnel state machines, not here).
+    rst_received: u64,
 }
 
 impl<P: Clone> Sender<P> {
@@ -863,6 +867,12 @@ impl<P: Clone> Sender<P> {
     /// first two lines of its first tunnel (of ten; every line named costs a
     /// caller's memory bandwidth, read or not), the ready list and the ACKed list
     /// (see `Host::hot_state`).
+    /// The fields [`Sender::hot_state`] reads (see [`crate::Host::hot_fields`]).
+    pub(crate) fn hot_fields(&self, visit: &mut impl FnMut(*const u8)) {
+        visit((&raw const self.tunnels).cast());
+        visit((&raw const self.acked).cast());
+    }
+
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         if let Some(t) = self.tunnels.first() {
             let p: *const u8 = (t as *const Tunnel<P>).cast();

@@ -51,22 +51,26 @@ impl Default for Share {
 ///
 /// The first EQIF is kept inline: a host with one EQIF (the common case, on every
 /// host of a large simulation) reaches it without following a pointer.
+///
+/// Fields are kept in this order (`repr(C)`): what every transmission reads, then the
+/// first EQIF, whose hot fields lead it (see [`crate::receiver::Receiver`]).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Uplink<P> {
-    first: Sender<P>,
     /// EQIFs 1, 2, ...
     rest: Vec<Sender<P>>,
-    /// Each EQIF's share, by index.
-    shares: Vec<Share>,
-    drr: Drr,
     /// Scratch: each EQIF's next packet length, refilled on every poll.
     heads: Vec<Option<u32>>,
     /// EQIF whose ACKed packets `poll_acked` hands back next.
     acked_from: EqifIndex,
-    /// Control packets whose `sender_id` names none of the EQIFs.
-    unknown_sender_id: u64,
     /// The most the EQIFs' bytes in flight have been together (with several).
     in_flight_peak: u64,
+    first: Sender<P>,
+    /// Control packets whose `sender_id` names none of the EQIFs.
+    unknown_sender_id: u64,
+    /// Each EQIF's share, by index.
+    shares: Vec<Share>,
+    drr: Drr,
 }
 
 impl<P: Clone> Uplink<P> {

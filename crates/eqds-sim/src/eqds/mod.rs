@@ -224,8 +224,14 @@ pub struct RdmaCounters {
 }
 
 /// One host's EQDS and the simulator's state around it.
+///
+/// Fields are kept in this order (`repr(C)`), each host on its own cache lines: the
+/// simulator's fields that every event on the host reads come first, and the core's
+/// struct follows with its own hot fields first (`Host`'s layout), so that what
+/// nearly every event reads is in the first 4 lines, which the run loop loads ahead
+/// of the host's events (`prefetch_host`).
+#[repr(C, align(64))]
 pub struct EqdsHost {
-    pub host: Host<Payload>,
     /// Earliest `EqdsTimer` event queued for this host (`Time::MAX` if none).
     timer_queued: Time,
     /// The NIC queue was full with the sending EQIFs possibly holding more: pump
@@ -244,6 +250,7 @@ pub struct EqdsHost {
     next_control_path: u16,
     /// The RDMA EQIFs' feedback state, by EQIF index (empty without RDMA EQIFs).
     rdma: Vec<Option<RdmaFeedback>>,
+    pub host: Host<Payload>,
     /// When the host's RDMA engine is paused by a Stingray-style RDMA EQIF:
     /// from the first time to the second (`(MAX, MAX)`: never).
     engine_pause: (Time, Time),
@@ -261,9 +268,10 @@ impl EqdsHost {
 }
 
 impl EqdsLayer {
-    /// Starts loading host `host`'s EQDS state, `lines` cache lines of it at most: its
-    /// timer, NIC and writer fields and the protocol core's own fields sit in one
-    /// large struct per host, the first thing every EQDS event on that host reads.
+    /// Starts loading host `host`'s EQDS state: its first `lines` cache lines (what
+    /// nearly every EQDS event on the host reads: `EqdsHost`'s layout) and the fields
+    /// through which [`EqdsLayer::prefetch_host_state`] will find the rest
+    /// (`Host::hot_fields`), wherever they are in the struct.
     #[inline]
     pub fn prefetch_host(&self, host: HostId, lines: usize) {
         if let Some(h) = self.hosts.get(host as usize) {
@@ -272,6 +280,7 @@ impl EqdsLayer {
             for line in 0..n {
                 crate::engine::prefetch(p.wrapping_add(64 * line));
             }
+            h.host.hot_fields(&mut |p| crate::engine::prefetch(p));
         }
     }
 }

@@ -206,15 +206,14 @@ impl Simulation {
         const PACKET_LEAD: usize = 4;
         const ROUTE_LEAD: usize = 1;
         const EQDS_STATE_LEAD: usize = 3;
-        /// Lines of a host's EQDS struct loaded ahead (of about 20): those every
-        /// EQDS event on the host reads first (the first sending EQIF) and where
-        /// `Host::hot_state` finds its tunnel. Fewer is faster on a large network:
-        /// there the run is bound by how many lines memory can have in flight, not
-        /// by how early they are asked for (leads twice as long were no faster), so
-        /// a line loaded and not read delays one that is. With 4 lines here, 2 of
-        /// the tunnel's 10 and 1 of the peer's 2 (`Host::hot_state`), the k=32 EQDS
-        /// permutation ran 5% faster than with 8, 10 and 2; with all 20 here, no
-        /// faster (BENCHMARKS.md, "Third pass").
+        /// Lines of a host's EQDS struct loaded ahead (of 20), besides the fields
+        /// `Host::hot_state` reads (`EqdsLayer::prefetch_host`): the first 4 hold
+        /// what nearly every EQDS event on the host reads (`EqdsHost`'s layout).
+        /// Fewer is faster on a large network: there the run is bound by how many
+        /// lines memory can have in flight, not by how early they are asked for
+        /// (leads twice as long were no faster), so a line loaded and not read
+        /// delays one that is. With all 20 here, no faster (BENCHMARKS.md, "Third
+        /// pass"); with 5, no faster than 4 ("Fourth pass").
         const EQDS_HOST_LINES: usize = 4;
         let w = &self.world;
         let ahead = w.events.ahead();
