@@ -61,7 +61,8 @@ fn write_results(
     let io =
         |what: &str, e: std::io::Error| format!("writing {what} in `{}`: {e}", out_dir.display());
     let stats = sim.run(progress)?;
-    let wall = started.elapsed();
+    let ended = Instant::now();
+    let wall = ended - started;
     let (net, flows, warmup) = (sim.network(), sim.flows(), sim.warmup());
     output::write_flows_csv(&out_dir.join("flows.csv"), flows, warmup, stats.end_time)
         .map_err(|e| io("flows.csv", e))?;
@@ -115,10 +116,22 @@ fn write_results(
         wall,
         peak_rss_bytes: peak_rss_bytes(),
     };
+    // The rate from the first event at or after warm-up to the end: per-event cost
+    // without building the network and without the start-up transient (memory the
+    // run grows into, windows filling), for comparing runs of different sizes.
+    let after_warmup = outcome.stats.warmed_at.map(|(before, at)| {
+        let (events, wall) = (outcome.stats.events - before, (ended - at).as_secs_f64());
+        json!({
+            "events": events,
+            "wall_time_s": wall,
+            "events_per_second": events as f64 / wall.max(1e-9),
+        })
+    });
     let perf = json!({
         "wall_time_s": outcome.wall.as_secs_f64(),
         "events": outcome.stats.events,
         "events_per_second": outcome.events_per_second(),
+        "after_warmup": after_warmup,
         "peak_rss_bytes": outcome.peak_rss_bytes,
         "simulated_time_ps": outcome.stats.end_time,
     });

@@ -39,6 +39,10 @@ pub struct RunStats {
     pub reason: StopReason,
     pub events: u64,
     pub peak_packets: u32,
+    /// Events processed before the first one at or after warm-up, and the wall clock
+    /// then (`None` if the run ended first): `perf.json` measures the run's rate past
+    /// its start-up from here. Not part of the deterministic outputs.
+    pub warmed_at: Option<(u64, std::time::Instant)>,
 }
 
 /// A flow's mean throughput in bits/s: size over FCT for a completed flow, otherwise

@@ -163,6 +163,7 @@ impl Simulation {
             stop_when_complete: sc.stop.when_flows_complete,
             warmup: sc.stop.warmup.0,
             warmed_up: sc.stop.warmup.0 == 0,
+            warmed_at: None,
             unfinished,
             endless,
             now: 0,

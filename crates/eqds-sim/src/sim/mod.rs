@@ -39,6 +39,8 @@ pub struct Simulation {
     stop_when_complete: bool,
     warmup: Time,
     warmed_up: bool,
+    /// See [`RunStats::warmed_at`].
+    warmed_at: Option<(u64, std::time::Instant)>,
     /// Finite flows not yet complete.
     unfinished: u64,
     /// Flows that never end exist (or a closed loop keeps making flows).
@@ -125,6 +127,10 @@ impl Simulation {
 
     /// Runs to the end. `progress(now, events)` is called every 65,536 events.
     pub fn run(&mut self, progress: &mut dyn FnMut(Time, u64)) -> Result<RunStats, String> {
+        if self.warmed_up && self.warmed_at.is_none() {
+            // No warm-up: the rate past start-up is the event loop's.
+            self.warmed_at = Some((self.events_processed, std::time::Instant::now()));
+        }
         let reason = loop {
             if self.stop_when_complete && !self.endless && self.unfinished == 0 {
                 break StopReason::FlowsComplete;
@@ -137,6 +143,7 @@ impl Simulation {
             }
             if !self.warmed_up && t >= self.warmup {
                 self.warmed_up = true;
+                self.warmed_at = Some((self.events_processed, std::time::Instant::now()));
                 for f in &mut self.world.flows {
                     f.received_at_warmup = f.received;
                 }
@@ -170,6 +177,7 @@ impl Simulation {
             reason,
             events: self.events_processed,
             peak_packets: self.world.pkts.peak(),
+            warmed_at: self.warmed_at,
         })
     }
 
