@@ -466,16 +466,16 @@ impl<P> ReceivingEqif<P> {
         self.drop_peer(src)
     }
 
-    /// The addresses of the state beside the EQIF that most events read: the
-    /// credit scheduler's (see `Receiver::hot_state`) and the delivery and
-    /// discard queues.
-    /// The fields [`ReceivingEqif::hot_state`] reads (see [`crate::Host::hot_fields`]).
+    /// The fields [`ReceivingEqif::hot_state`] reads (see [`crate::host::Host::hot_fields`]).
     pub(crate) fn hot_fields(&self, visit: &mut impl FnMut(*const u8)) {
         self.credit.hot_fields(visit);
         visit((&raw const self.deliveries).cast());
         visit((&raw const self.discarded).cast());
     }
 
+    /// The addresses of the state beside the EQIF that most events read: the
+    /// credit scheduler's (see `Receiver::hot_state`) and the delivery and
+    /// discard queues.
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         self.credit.hot_state(visit);
         visit(self.deliveries.as_slices().0.as_ptr().cast());

@@ -290,7 +290,7 @@ struct Queued {
 /// Fields are kept in this order (`repr(C)`): what nearly every event on the host reads
 /// first (the queues a pump polls, the PULL clock), then the rest of what packets
 /// read, configuration and lookup tables last. On a large network each cache line is
-/// a miss; with this order (and [`crate::Host`]'s) an EQDS event in the simulator
+/// a miss; with this order (and [`crate::host::Host`]'s) an EQDS event in the simulator
 /// reads 9.1 lines of its host's state struct on average, against 10.5 before, and
 /// the lines nearly every event reads are the first 4 (eqds-sim's BENCHMARKS.md,
 /// "Fourth pass").
@@ -744,16 +744,16 @@ impl Receiver {
         true
     }
 
-    /// The addresses of the state beside the `Receiver` that most events read: the
-    /// first line of its first sender's record and its queues (see
-    /// `Host::hot_state`).
-    /// The fields [`Receiver::hot_state`] reads (see [`crate::Host::hot_fields`]).
+    /// The fields [`Receiver::hot_state`] reads (see [`crate::host::Host::hot_fields`]).
     pub(crate) fn hot_fields(&self, visit: &mut impl FnMut(*const u8)) {
         visit((&raw const self.peers).cast());
         visit((&raw const self.asl).cast());
         visit((&raw const self.deferred).cast());
     }
 
+    /// The addresses of the state beside the `Receiver` that most events read: the
+    /// first line of its first sender's record and its queues (see
+    /// `Host::hot_state`).
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         if let Some(p) = self.peers.first() {
             visit((p as *const Peer).cast());

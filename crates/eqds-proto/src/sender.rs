@@ -863,16 +863,16 @@ impl<P: Clone> Sender<P> {
         self.in_flight_peak
     }
 
-    /// The addresses of the state beside the `Sender` that most events read: the
-    /// first two lines of its first tunnel (of ten; every line named costs a
-    /// caller's memory bandwidth, read or not), the ready list and the ACKed list
-    /// (see `Host::hot_state`).
-    /// The fields [`Sender::hot_state`] reads (see [`crate::Host::hot_fields`]).
+    /// The fields [`Sender::hot_state`] reads (see [`crate::host::Host::hot_fields`]).
     pub(crate) fn hot_fields(&self, visit: &mut impl FnMut(*const u8)) {
         visit((&raw const self.tunnels).cast());
         visit((&raw const self.acked).cast());
     }
 
+    /// The addresses of the state beside the `Sender` that most events read: the
+    /// first two lines of its first tunnel (of ten; every line named costs a
+    /// caller's memory bandwidth, read or not), the ready list and the ACKed list
+    /// (see `Host::hot_state`).
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         if let Some(t) = self.tunnels.first() {
             let p: *const u8 = (t as *const Tunnel<P>).cast();
