@@ -8,15 +8,12 @@
 # One line per run: protocol, k, build, pair, wall seconds, peak RSS (KB), events,
 # events/s, then events and events/s past a 100 us warm-up (perf.json's
 # `after_warmup`: without building the network and the start-up transient; "-" for
-# a build older than that). Compare
-# the builds pair by pair: this machine's speed drifts within minutes. Run it on an
-# otherwise idle machine.
+# a build older than that). Compare the builds pair by pair: this machine's speed
+# drifts within minutes. Run it on an otherwise idle machine.
 set -euo pipefail
-if [ $# -lt 2 ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
-  exit 2
-fi
-declare -A bin=([base]=$(realpath "$1") [new]=$(realpath "$2"))
+. "$(dirname "$0")/two_builds.sh"
+two_builds "$0" "$@"
+declare -A bin=([base]=$base [new]=$new)
 ks=${3:-"8 16 24 32"}
 pairs=${4:-3}
 cd "$(dirname "$0")/.."

@@ -10,12 +10,8 @@
 # runs' events/s past warm-up (perf.json's `after_warmup`, or the whole run's for a
 # build without it), new/base, and whether both processed the same events.
 set -euo pipefail
-if [ $# -lt 2 ]; then
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
-  exit 2
-fi
-base=$(realpath "$1")
-new=$(realpath "$2")
+. "$(dirname "$0")/two_builds.sh"
+two_builds "$0" "$@"
 rounds=${3:-3}
 shift $(($# < 3 ? $# : 3))
 args=("$@")

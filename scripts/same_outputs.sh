@@ -11,12 +11,8 @@
 # Prints SAME, DIFF or FAIL per line and exits non-zero unless every line is SAME.
 # About 10 minutes on two cores.
 set -uo pipefail
-if [ $# -lt 2 ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
-  exit 2
-fi
-base=$(realpath "$1")
-new=$(realpath "$2")
+. "$(dirname "$0")/two_builds.sh"
+two_builds "$0" "$@"
 out=$(realpath -m "${3:-/tmp/same_outputs}")
 cd "$(dirname "$0")/.."
 rm -rf "$out"
