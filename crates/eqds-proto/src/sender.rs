@@ -870,13 +870,14 @@ impl<P: Clone> Sender<P> {
     }
 
     /// The addresses of the state beside the `Sender` that most events read: the
-    /// first two lines of its first tunnel (of ten; every line named costs a
-    /// caller's memory bandwidth, read or not), the ready list and the ACKed list
-    /// (see `Host::hot_state`).
+    /// first four lines of its first tunnel (of ten: those nearly every event that
+    /// reads the tunnel reads, by `Tunnel`'s layout; every line named costs a caller's
+    /// memory bandwidth, read or not), the ready list and the ACKed list (see
+    /// `Host::hot_state`).
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         if let Some(t) = self.tunnels.first() {
             let p: *const u8 = (t as *const Tunnel<P>).cast();
-            for line in 0..std::mem::size_of::<Tunnel<P>>().div_ceil(64).min(2) {
+            for line in 0..std::mem::size_of::<Tunnel<P>>().div_ceil(64).min(4) {
                 visit(p.wrapping_add(64 * line));
             }
         }

@@ -5,8 +5,18 @@
 use crate::time::Time;
 
 /// A read-only snapshot of one tunnel, for metrics and tests.
+///
+/// Fields are kept in this order (`repr(C)`): the two counters that a tunnel bumps on
+/// nearly every packet first, so that within the tunnel (which keeps one of these as
+/// its counters) they share a line with its other hot fields; see `Tunnel`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct TunnelStats {
+    /// Charged bytes of DATA sent, retransmissions included.
+    pub bytes_sent: u64,
+    /// PULLs credited: the sum of every rise of the pull number that became credit
+    /// (rebases excluded). Bytes sent never exceed these MTUs plus the free credit.
+    pub pulls_credited: u64,
     /// Unspent credit in bytes.
     pub credit: i64,
     /// Highest pull number seen (serial order).
@@ -41,8 +51,6 @@ pub struct TunnelStats {
     pub rts_sent: u64,
     /// Credit-loss recoveries started (see `sender.rs`, "Loss recovery").
     pub credit_loss_rts: u64,
-    /// Charged bytes of DATA sent, retransmissions included.
-    pub bytes_sent: u64,
     /// DATA packets resent.
     pub retransmits: u64,
     /// Retransmit timer expiries.
@@ -58,9 +66,6 @@ pub struct TunnelStats {
     /// followed (a restarted receiver, or a receiver still counting for a tunnel
     /// this sender forgot). See `Tunnel::hear_pull_number`.
     pub pull_rebases: u64,
-    /// PULLs credited: the sum of every rise of the pull number that became credit
-    /// (rebases excluded). Bytes sent never exceed these MTUs plus the free credit.
-    pub pulls_credited: u64,
     /// Pull numbers ignored as a restarted receiver's previous incarnation's, still
     /// in flight when the tunnel moved to the new count.
     pub stale_pulls: u64,
