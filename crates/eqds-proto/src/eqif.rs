@@ -45,7 +45,8 @@
 //! drop a packet of an initial window may be delivered twice (EQDS is a best-effort
 //! datagram service; the paper accepts at-most-once only as long as state is kept).
 
-use std::collections::{BTreeMap, VecDeque};
+use peer_map::PeerMap;
+use std::collections::VecDeque;
 
 use crate::receiver::{Receiver, ReceiverConfig};
 use crate::reorder::{InsertOutcome, ReorderConfig, ReorderQueue};
@@ -155,7 +156,7 @@ pub struct ReceivingEqif<P> {
     /// handed back so the caller can recycle their buffers.
     discarded: Vec<P>,
     /// Tunnel state per sending peer; absent means CLOSED.
-    tunnels: BTreeMap<PeerId, PeerTunnel<P>>,
+    tunnels: PeerMap<PeerTunnel<P>>,
     /// Counters.
     stats: EqifStats,
     /// Parameters.
@@ -172,7 +173,7 @@ impl<P> ReceivingEqif<P> {
         Self {
             credit: Receiver::new(config.credit.clone()),
             config,
-            tunnels: BTreeMap::new(),
+            tunnels: PeerMap::default(),
             deliveries: VecDeque::new(),
             discarded: Vec::new(),
             stats: EqifStats::default(),
@@ -192,13 +193,13 @@ impl<P> ReceivingEqif<P> {
     /// The tunnel state for `src` (CLOSED when none is kept).
     pub fn tunnel_state(&self, src: PeerId) -> RxState {
         self.tunnels
-            .get(&src)
+            .get(src)
             .map_or(RxState::Closed, |t| t.fsm.state())
     }
 
     /// Packets held in `src`'s reorder queue, waiting for the holes before them.
     pub fn reorder_len(&self, src: PeerId) -> usize {
-        self.tunnels.get(&src).map_or(0, |t| t.queue.len())
+        self.tunnels.get(src).map_or(0, |t| t.queue.len())
     }
 
     /// Counters so far.
@@ -228,7 +229,7 @@ impl<P> ReceivingEqif<P> {
             discarded,
             stats,
         } = self;
-        let t = tunnels.entry(src).or_insert_with(|| PeerTunnel {
+        let t = tunnels.get_or_insert_with(src, || PeerTunnel {
             fsm: RxTunnel::new(config.tunnel),
             queue: ReorderQueue::new(config.reorder, 0),
         });
@@ -416,7 +417,7 @@ impl<P> ReceivingEqif<P> {
     /// so lost. The credit state is kept (see the module documentation).
     pub fn drop_peer(&mut self, src: PeerId) -> Vec<P> {
         self.credit.cancel_deferred_ack(src);
-        let Some(mut t) = self.tunnels.remove(&src) else {
+        let Some(mut t) = self.tunnels.remove(src) else {
             return Vec::new();
         };
         let lost: Vec<P> = t.queue.release_all().collect();
@@ -453,7 +454,7 @@ impl<P> ReceivingEqif<P> {
     /// Closes the tunnel of `src` (admin command, memory pressure, idle): like
     /// [`ReceivingEqif::drop_peer`], but an RST tells the sender (Appendix A).
     pub fn close_peer(&mut self, src: PeerId) -> Vec<P> {
-        let Some(t) = self.tunnels.get_mut(&src) else {
+        let Some(t) = self.tunnels.get_mut(src) else {
             return Vec::new();
         };
         if t.fsm.handle(RxEvent::Close).contains(&RxAction::SendRst) {
@@ -471,20 +472,27 @@ impl<P> ReceivingEqif<P> {
         self.credit.hot_fields(visit);
         visit((&raw const self.deliveries).cast());
         visit((&raw const self.discarded).cast());
+        visit((&raw const self.tunnels).cast());
     }
 
     /// The addresses of the state beside the EQIF that most events read: the
-    /// credit scheduler's (see `Receiver::hot_state`) and the delivery and
-    /// discard queues.
+    /// credit scheduler's (see `Receiver::hot_state`), the delivery and discard
+    /// queues, and the first sending peer's tunnel state machine and reorder queue.
     pub(crate) fn hot_state(&self, visit: &mut impl FnMut(*const u8)) {
         self.credit.hot_state(visit);
         visit(self.deliveries.as_slices().0.as_ptr().cast());
         visit(self.discarded.as_ptr().cast());
+        if let Some(t) = self.tunnels.first_value_address() {
+            let p: *const u8 = t.cast();
+            for line in 0..std::mem::size_of::<PeerTunnel<P>>().div_ceil(64) {
+                visit(p.wrapping_add(64 * line));
+            }
+        }
     }
 
     /// Hands out what the hole timers let through at `now`.
     fn release_timed_out(&mut self, now: Time) {
-        for (&src, t) in &mut self.tunnels {
+        for (src, t) in self.tunnels.iter_mut() {
             if t.queue.poll_timeout().is_some_and(|at| at <= now) {
                 self.stats.holes_skipped += drain_in_order(src, t, now, &mut self.deliveries);
             }
@@ -521,5 +529,6 @@ fn drain_in_order<P>(
     skips(t) - before
 }
 
+mod peer_map;
 #[cfg(test)]
 mod tests;
