@@ -217,11 +217,11 @@ impl Simulation {
         /// Lines of a host's EQDS struct loaded ahead (of 20), besides the fields
         /// `Host::hot_state` reads (`EqdsLayer::prefetch_host`): the first 4 hold
         /// what nearly every EQDS event on the host reads (`EqdsHost`'s layout).
-        /// Fewer is faster on a large network: there the run is bound by how many
-        /// lines memory can have in flight, not by how early they are asked for
-        /// (leads twice as long were no faster), so a line loaded and not read
-        /// delays one that is. With all 20 here, no faster (BENCHMARKS.md, "Third
-        /// pass"); with 5, no faster than 4 ("Fourth pass").
+        /// More is no faster on a large network: with all 20 here, no faster
+        /// (BENCHMARKS.md, "Third pass"); with 5, no faster than 4 ("Fourth pass").
+        /// Nor are longer leads, or a further stage for the queue entries a host
+        /// event reads ("Fifth pass"): the core already overlaps those misses, and
+        /// each load ahead costs the loop time of its own.
         const EQDS_HOST_LINES: usize = 4;
         let w = &self.world;
         let ahead = w.events.ahead();
