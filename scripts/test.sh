@@ -8,6 +8,11 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
+# The simulator's timing of events by kind (`[output] event_costs`) is a build
+# feature, off by default; its tests first, so that the workspace's build below
+# leaves the default binary in place for the Python tests.
+cargo test --release -p eqds-sim --features event-costs --lib --test perf_json event_costs
+
 cargo test --release --workspace
 
 # The daemon's and the switch's binaries, for their testbed tests.

@@ -121,11 +121,17 @@ fn write_results(
     // run grows into, windows filling), for comparing runs of different sizes.
     let after_warmup = outcome.stats.warmed_at.map(|(before, at)| {
         let (events, wall) = (outcome.stats.events - before, (ended - at).as_secs_f64());
-        json!({
+        #[cfg_attr(not(feature = "event-costs"), allow(unused_mut))]
+        let mut a = json!({
             "events": events,
             "wall_time_s": wall,
             "events_per_second": events as f64 / wall.max(1e-9),
-        })
+        });
+        #[cfg(feature = "event-costs")]
+        if let Some((costs, ticks)) = &outcome.stats.event_costs {
+            a["event_costs"] = costs.report(*ticks, wall * 1e9, events);
+        }
+        a
     });
     let perf = json!({
         "wall_time_s": outcome.wall.as_secs_f64(),

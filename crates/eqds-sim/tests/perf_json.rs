@@ -63,3 +63,73 @@ fn the_rate_past_warm_up_counts_the_events_after_it() {
     let early = perf(&permutation("1ms", Some("500us"), Some("64KB")));
     assert!(early["after_warmup"].is_null(), "{early}");
 }
+
+/// `[output] event_costs` needs a build with the `event-costs` feature; without it
+/// the scenario is refused by name rather than run without the timing asked for.
+#[cfg(not(feature = "event-costs"))]
+#[test]
+fn event_costs_without_the_feature_is_refused() {
+    let text = permutation("20us", None, None) + "\n[output]\nevent_costs = true\n";
+    let e = common::load_error(&text);
+    assert!(
+        e.contains("output.event_costs") && e.contains("--features event-costs"),
+        "{e}"
+    );
+}
+
+/// With the feature: where the time past warm-up goes, by kind of event, sampled
+/// one in 64; and the run's other outputs are the same as without the timing.
+#[cfg(feature = "event-costs")]
+#[test]
+fn event_costs_by_kind_past_warm_up() {
+    let text = permutation("60us", Some("20us"), None);
+    let timed_text = text.clone() + "\n[output]\nevent_costs = true\n";
+    let (plain_dir, timed_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    common::run_dir(&text, plain_dir.path());
+    common::run_dir(&timed_text, timed_dir.path());
+    let read = |d: &tempfile::TempDir, file| std::fs::read(d.path().join(file)).unwrap();
+    assert!(read(&plain_dir, "flows.csv") == read(&timed_dir, "flows.csv"));
+    // The summary repeats the scenario, which differs by the option itself.
+    let summary = |d| {
+        let mut v: Value = serde_json::from_slice(&read(d, "summary.json")).unwrap();
+        v.as_object_mut().unwrap().remove("scenario");
+        v
+    };
+    assert_eq!(summary(&plain_dir), summary(&timed_dir));
+    let plain: Value =
+        serde_json::from_slice(&std::fs::read(plain_dir.path().join("perf.json")).unwrap())
+            .unwrap();
+    assert!(plain["after_warmup"].get("event_costs").is_none());
+
+    let perf: Value =
+        serde_json::from_slice(&std::fs::read(timed_dir.path().join("perf.json")).unwrap())
+            .unwrap();
+    let after = &perf["after_warmup"];
+    let costs = &after["event_costs"];
+    assert_eq!(costs["sampled_one_in"], 64);
+    let kinds = costs["kinds"].as_object().unwrap();
+    for kind in ["switch_arrival", "tx_done", "host_arrival", "eqds_timer"] {
+        assert!(kinds.contains_key(kind), "no {kind} in {kinds:?}");
+    }
+    let (mut share, mut timed) = (0.0, 0);
+    for (kind, k) in kinds {
+        assert!(k["ns_per_event"].as_f64().unwrap() > 0.0, "{kind}: {k}");
+        share += k["share"].as_f64().unwrap();
+        timed += k["timed"].as_u64().unwrap();
+    }
+    assert!((share - 1.0).abs() < 1e-9, "shares add up to {share}");
+    // One event in 64 of those past warm-up (numbered from the run's start).
+    let events = after["events"].as_u64().unwrap();
+    assert!(
+        timed.abs_diff(events / 64) <= 1,
+        "{timed} timed of {events}"
+    );
+    // The loop's share is what the kinds leave of the wall time per event.
+    let per_event = 1e9 * after["wall_time_s"].as_f64().unwrap() / events as f64;
+    let handled: f64 = kinds
+        .values()
+        .map(|k| k["share"].as_f64().unwrap() * k["ns_per_event"].as_f64().unwrap())
+        .sum();
+    let run_loop = costs["run_loop_ns_per_event"].as_f64().unwrap();
+    assert!((handled + run_loop - per_event).abs() < 1e-6 * per_event);
+}

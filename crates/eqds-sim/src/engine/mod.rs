@@ -5,6 +5,8 @@
 //! scheduled. Together with one seeded generator per run ([`SimRng`]) this makes every
 //! run exactly reproducible.
 
+#[cfg(feature = "event-costs")]
+pub mod event_costs;
 mod event_queue;
 mod timers;
 

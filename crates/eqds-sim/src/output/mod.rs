@@ -43,6 +43,11 @@ pub struct RunStats {
     /// then (`None` if the run ended first): `perf.json` measures the run's rate past
     /// its start-up from here. Not part of the deterministic outputs.
     pub warmed_at: Option<(u64, std::time::Instant)>,
+    /// One event in 64 past warm-up timed by kind, and the clock's ticks from
+    /// warm-up to the end of the run (see `engine::event_costs`). Not deterministic.
+    /// `None` unless the scenario asked for them (`[output] event_costs`).
+    #[cfg(feature = "event-costs")]
+    pub event_costs: Option<(crate::engine::event_costs::EventCosts, u64)>,
 }
 
 /// A flow's mean throughput in bits/s: size over FCT for a completed flow, otherwise

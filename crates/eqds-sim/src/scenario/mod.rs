@@ -264,6 +264,11 @@ pub struct OutputSpec {
     pub mode_series: bool,
     /// Every data packet, whole or trimmed, reaching a host, in `arrivals.csv`.
     pub arrivals: Option<ArrivalsSpec>,
+    /// Where the wall time past warm-up goes, by kind of event, in `perf.json`
+    /// (`engine::event_costs`). Needs eqds-sim built with the `event-costs`
+    /// feature: a build without it has no trace of the timing in its event loop.
+    #[serde(default)]
+    pub event_costs: bool,
 }
 
 /// `[output] arrivals`: which arrivals `arrivals.csv` lists.
@@ -405,6 +410,13 @@ impl Scenario {
 
     /// Cross-field checks that serde cannot express.
     pub fn validate(&self) -> Result<(), String> {
+        if self.output.event_costs && !cfg!(feature = "event-costs") {
+            return Err(
+                "output.event_costs: this eqds-sim was built without timing; \
+                 build it with `cargo build --release -p eqds-sim --features event-costs`"
+                    .into(),
+            );
+        }
         self.topology
             .validate()
             .map_err(|e| format!("topology.{e}"))?;

@@ -168,6 +168,8 @@ impl Simulation {
             endless,
             now: 0,
             events_processed: 0,
+            #[cfg(feature = "event-costs")]
+            timing: crate::engine::event_costs::Timing::new(sc.output.event_costs),
             sampler,
         })
     }

@@ -48,6 +48,9 @@ pub struct Simulation {
     now: Time,
     events_processed: u64,
     sampler: Sampler,
+    /// `[output] event_costs` (`perf.json`).
+    #[cfg(feature = "event-costs")]
+    timing: crate::engine::event_costs::Timing,
 }
 
 impl Simulation {
@@ -130,6 +133,8 @@ impl Simulation {
         if self.warmed_up && self.warmed_at.is_none() {
             // No warm-up: the rate past start-up is the event loop's.
             self.warmed_at = Some((self.events_processed, std::time::Instant::now()));
+            #[cfg(feature = "event-costs")]
+            self.timing.warmed();
         }
         let reason = loop {
             if self.stop_when_complete && !self.endless && self.unfinished == 0 {
@@ -144,6 +149,8 @@ impl Simulation {
             if !self.warmed_up && t >= self.warmup {
                 self.warmed_up = true;
                 self.warmed_at = Some((self.events_processed, std::time::Instant::now()));
+                #[cfg(feature = "event-costs")]
+                self.timing.warmed();
                 for f in &mut self.world.flows {
                     f.received_at_warmup = f.received;
                 }
@@ -154,8 +161,18 @@ impl Simulation {
             if self.events_processed & 0xffff == 0 {
                 progress(t, self.events_processed);
             }
-            self.dispatch(t, event)
-                .map_err(|e| format!("writing a time series: {e}"))?;
+            #[cfg(feature = "event-costs")]
+            let handled = if self.timing.on
+                && self.warmed_up
+                && crate::engine::event_costs::EventCosts::samples(self.events_processed)
+            {
+                self.dispatch_timed(t, event)
+            } else {
+                self.dispatch(t, event)
+            };
+            #[cfg(not(feature = "event-costs"))]
+            let handled = self.dispatch(t, event);
+            handled.map_err(|e| format!("writing a time series: {e}"))?;
             if !self.world.completed.is_empty() {
                 self.on_completions(t);
             }
@@ -178,6 +195,8 @@ impl Simulation {
             events: self.events_processed,
             peak_packets: self.world.pkts.peak(),
             warmed_at: self.warmed_at,
+            #[cfg(feature = "event-costs")]
+            event_costs: self.timing.finish(),
         })
     }
 
@@ -389,6 +408,18 @@ impl Simulation {
             p.prefetch();
             crate::net::queue::prefetch_state(&**q);
         }
+    }
+
+    /// [`Simulation::dispatch`] for an event `perf.json`'s `event_costs` times: out
+    /// of line, so that the loop pays one test an event for the timing.
+    #[cfg(feature = "event-costs")]
+    #[cold]
+    #[inline(never)]
+    fn dispatch_timed(&mut self, now: Time, event: Event) -> std::io::Result<()> {
+        let start = crate::engine::event_costs::ticks();
+        let handled = self.dispatch(now, event);
+        self.timing.costs.record(&event, start);
+        handled
     }
 
     #[inline]
