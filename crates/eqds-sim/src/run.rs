@@ -134,6 +134,7 @@ fn write_results(
         a
     });
     let perf = json!({
+        "look_ahead": sim.looks_ahead(),
         "wall_time_s": outcome.wall.as_secs_f64(),
         "events": outcome.stats.events,
         "events_per_second": outcome.events_per_second(),

@@ -133,3 +133,18 @@ fn event_costs_by_kind_past_warm_up() {
     let run_loop = costs["run_loop_ns_per_event"].as_f64().unwrap();
     assert!((handled + run_loop - per_event).abs() < 1e-6 * per_event);
 }
+
+/// The run loop loads ahead only on a network large enough for it to pay
+/// (`LOOK_AHEAD_MIN_HOSTS`), and says so; the outputs do not depend on it.
+#[test]
+fn look_ahead_from_a_network_size_on() {
+    use eqds_sim::sim::LOOK_AHEAD_MIN_HOSTS;
+    let small = perf(&permutation("5us", None, None));
+    assert_eq!(small["look_ahead"], false, "k=4: 16 hosts");
+    let large = permutation("5us", None, None).replace(
+        &common::sprayed_fat_tree(4, "100Gbps", 35),
+        &common::sprayed_fat_tree(16, "100Gbps", 35),
+    );
+    const { assert!(16 < LOOK_AHEAD_MIN_HOSTS && 1024 >= LOOK_AHEAD_MIN_HOSTS) };
+    assert_eq!(perf(&large)["look_ahead"], true, "k=16: 1024 hosts");
+}

@@ -113,6 +113,7 @@ impl Simulation {
         let (mtu, header) = (t.mtu.0 as u32, t.header.0 as u32);
         let hw = sc.switch.hw_settings().map_err(|e| format!("switch.{e}"))?;
         net.install_trimming_hw(hw, mtu, sc.output.mode_series)?;
+        let look_ahead = net.n_hosts >= super::LOOK_AHEAD_MIN_HOSTS;
         let mut world = World::new(net, rng, flows.len());
         let credit = Credit::of(&world.net, mtu, header);
         world.pacers = (0..world.net.n_hosts)
@@ -168,6 +169,7 @@ impl Simulation {
             endless,
             now: 0,
             events_processed: 0,
+            look_ahead,
             #[cfg(feature = "event-costs")]
             timing: crate::engine::event_costs::Timing::new(sc.output.event_costs),
             sampler,

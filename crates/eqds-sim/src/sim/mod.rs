@@ -48,10 +48,21 @@ pub struct Simulation {
     now: Time,
     events_processed: u64,
     sampler: Sampler,
+    /// Load ahead what the next events will touch (`prefetch_ahead`): on for a
+    /// network of at least `LOOK_AHEAD_MIN_HOSTS` hosts.
+    look_ahead: bool,
     /// `[output] event_costs` (`perf.json`).
     #[cfg(feature = "event-costs")]
     timing: crate::engine::event_costs::Timing,
 }
+
+/// Hosts from which the run loop loads ahead what the next events will touch. On a
+/// small network the look-ahead costs more than it saves: its state nearly fits the
+/// caches, and the loop's stages cost about 30 ns an event to save 10 in the
+/// handlers (EQDS permutation at k = 8, 128 hosts: 26% faster without; NDP 28%). From
+/// k = 16 (1,024 hosts) on it pays: 6% there, 41% at k = 32 (BENCHMARKS.md, "Fifth
+/// pass"). Where between the two it starts to pay was not measured.
+pub const LOOK_AHEAD_MIN_HOSTS: u32 = 512;
 
 impl Simulation {
     pub fn network(&self) -> &Network {
@@ -128,6 +139,12 @@ impl Simulation {
         self.warmup
     }
 
+    /// Whether the run loop loads ahead what the next events will touch (see
+    /// [`LOOK_AHEAD_MIN_HOSTS`]).
+    pub fn looks_ahead(&self) -> bool {
+        self.look_ahead
+    }
+
     /// Runs to the end. `progress(now, events)` is called every 65,536 events.
     pub fn run(&mut self, progress: &mut dyn FnMut(Time, u64)) -> Result<RunStats, String> {
         if self.warmed_up && self.warmed_at.is_none() {
@@ -136,46 +153,10 @@ impl Simulation {
             #[cfg(feature = "event-costs")]
             self.timing.warmed();
         }
-        let reason = loop {
-            if self.stop_when_complete && !self.endless && self.unfinished == 0 {
-                break StopReason::FlowsComplete;
-            }
-            let Some((t, event)) = self.world.events.pop() else {
-                break StopReason::Idle;
-            };
-            if t > self.stop_time {
-                break StopReason::Time;
-            }
-            if !self.warmed_up && t >= self.warmup {
-                self.warmed_up = true;
-                self.warmed_at = Some((self.events_processed, std::time::Instant::now()));
-                #[cfg(feature = "event-costs")]
-                self.timing.warmed();
-                for f in &mut self.world.flows {
-                    f.received_at_warmup = f.received;
-                }
-            }
-            self.now = t;
-            self.events_processed += 1;
-            self.prefetch_ahead();
-            if self.events_processed & 0xffff == 0 {
-                progress(t, self.events_processed);
-            }
-            #[cfg(feature = "event-costs")]
-            let handled = if self.timing.on
-                && self.warmed_up
-                && crate::engine::event_costs::EventCosts::samples(self.events_processed)
-            {
-                self.dispatch_timed(t, event)
-            } else {
-                self.dispatch(t, event)
-            };
-            #[cfg(not(feature = "event-costs"))]
-            let handled = self.dispatch(t, event);
-            handled.map_err(|e| format!("writing a time series: {e}"))?;
-            if !self.world.completed.is_empty() {
-                self.on_completions(t);
-            }
+        let reason = if self.look_ahead {
+            self.event_loop::<true>(progress)?
+        } else {
+            self.event_loop::<false>(progress)?
         };
         let end_time = match reason {
             StopReason::Time => self.stop_time,
@@ -197,6 +178,58 @@ impl Simulation {
             warmed_at: self.warmed_at,
             #[cfg(feature = "event-costs")]
             event_costs: self.timing.finish(),
+        })
+    }
+
+    /// The event loop: pops and handles events until the run stops, loading ahead
+    /// what the next events will touch if `LOOK_AHEAD` (see `LOOK_AHEAD_MIN_HOSTS`).
+    /// Two copies, so that neither pays a test per event for the choice.
+    fn event_loop<const LOOK_AHEAD: bool>(
+        &mut self,
+        progress: &mut dyn FnMut(Time, u64),
+    ) -> Result<StopReason, String> {
+        Ok(loop {
+            if self.stop_when_complete && !self.endless && self.unfinished == 0 {
+                break StopReason::FlowsComplete;
+            }
+            let Some((t, event)) = self.world.events.pop() else {
+                break StopReason::Idle;
+            };
+            if t > self.stop_time {
+                break StopReason::Time;
+            }
+            if !self.warmed_up && t >= self.warmup {
+                self.warmed_up = true;
+                self.warmed_at = Some((self.events_processed, std::time::Instant::now()));
+                #[cfg(feature = "event-costs")]
+                self.timing.warmed();
+                for f in &mut self.world.flows {
+                    f.received_at_warmup = f.received;
+                }
+            }
+            self.now = t;
+            self.events_processed += 1;
+            if LOOK_AHEAD {
+                self.prefetch_ahead();
+            }
+            if self.events_processed & 0xffff == 0 {
+                progress(t, self.events_processed);
+            }
+            #[cfg(feature = "event-costs")]
+            let handled = if self.timing.on
+                && self.warmed_up
+                && crate::engine::event_costs::EventCosts::samples(self.events_processed)
+            {
+                self.dispatch_timed(t, event)
+            } else {
+                self.dispatch(t, event)
+            };
+            #[cfg(not(feature = "event-costs"))]
+            let handled = self.dispatch(t, event);
+            handled.map_err(|e| format!("writing a time series: {e}"))?;
+            if !self.world.completed.is_empty() {
+                self.on_completions(t);
+            }
         })
     }
 
