@@ -13,7 +13,11 @@
 //!   simulator's prefetching overlaps its misses: the rate at which one core can
 //!   bring lines from memory when it keeps that many loads in flight;
 //! - **nodes**: 16 chains whose every step reads a node of 1 to 8 adjacent lines, the
-//!   cost of state kept together against state scattered over separate lines.
+//!   cost of state kept together against state scattered over separate lines;
+//! - **pages**: the same 8 MiB of lines packed, or spread one to every 512 B or 4 KiB,
+//!   alone and 16 in flight: what a line costs for being on a page of its own (a
+//!   TLB miss, which under a hypervisor is a nested page walk) rather than for being
+//!   a line.
 //!
 //! BENCHMARKS.md ("Per-event cost against network size", third pass) reads a k=32
 //! run's events/s against these: a run bound by memory spends about one full
@@ -76,6 +80,40 @@ fn walk(lines: &[Line], node_lines: usize, chains: usize, visits: usize) -> f64 
     start.elapsed().as_secs_f64() * 1e9 / (steps * chains) as f64
 }
 
+/// `n` lines linked into one cycle in random order, line `i` placed at a random line
+/// of the `stride` bytes from `i * stride`; with the index of each line's first.
+fn spread(n: usize, stride: usize, rng: &mut ChaCha8Rng) -> (Vec<Line>, Vec<usize>) {
+    let per = stride / 64;
+    let at: Vec<usize> = (0..n)
+        .map(|i| i * per + rand::Rng::random_range(&mut *rng, 0..per))
+        .collect();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(rng);
+    let mut lines = vec![Line::default(); n * per];
+    for (k, &i) in order.iter().enumerate() {
+        lines[at[i]].0[0] = at[order[(k + 1) % n]];
+    }
+    let starts = order.iter().map(|&i| at[i]).collect();
+    (lines, starts)
+}
+
+/// Nanoseconds per load: `chains` walks of a cycle from `spread`, from starts spread
+/// over it, advanced in turn.
+fn walk_spread(lines: &[Line], starts: &[usize], chains: usize, loads: usize) -> f64 {
+    let mut at: Vec<usize> = (0..chains)
+        .map(|c| starts[c * (starts.len() / chains)])
+        .collect();
+    let steps = loads / chains;
+    let start = Instant::now();
+    for _ in 0..steps {
+        for p in at.iter_mut() {
+            *p = lines[*p].0[0];
+        }
+    }
+    black_box(&at);
+    start.elapsed().as_secs_f64() * 1e9 / (steps * chains) as f64
+}
+
 fn main() {
     eqds_sim::memory::configure_allocator();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -112,6 +150,24 @@ fn main() {
             "| {} B ({node_lines} lines) | {ns:.1} | {:.2}x |",
             64 * node_lines,
             ns / one
+        );
+    }
+
+    println!("\npages: 8 MiB of lines (131,072), packed or one to every 512 B or 4 KiB");
+    println!("| placement | span | ns per load, alone | ns per load, 16 in flight |");
+    println!("|---|---|---|---|");
+    for stride in [64, 512, 4096] {
+        let (lines, starts) = spread(131_072, stride, &mut rng);
+        let alone = walk_spread(&lines, &starts, 1, 2_000_000);
+        let overlapped = walk_spread(&lines, &starts, 16, 16_000_000);
+        let place = if stride == 64 {
+            "packed".to_string()
+        } else {
+            format!("one per {stride} B")
+        };
+        println!(
+            "| {place} | {} MiB | {alone:.1} | {overlapped:.1} |",
+            131_072 * stride / MIB
         );
     }
 }
