@@ -61,7 +61,8 @@ pub struct Simulation {
 /// caches, and the loop's stages cost about 30 ns an event to save 10 in the
 /// handlers (EQDS permutation at k = 8, 128 hosts: 26% faster without; NDP 28%). From
 /// k = 16 (1,024 hosts) on it pays: 6% there, 41% at k = 32 (BENCHMARKS.md, "Fifth
-/// pass"). Where between the two it starts to pay was not measured.
+/// pass"). It starts to pay between 432 and 686 hosts (k = 12 and 14): at 432, EQDS
+/// gains 1-5% from it and NDP loses 9-11%; at 686 both gain 3-9% ("Sixth pass").
 pub const LOOK_AHEAD_MIN_HOSTS: u32 = 512;
 
 impl Simulation {
